@@ -1,0 +1,85 @@
+# dmindex — build of the PostgreSQL extension (PGXS) and of the standalone
+# programs that share src/dm/: the memnode daemon, the C tests, benchmarks.
+#
+#   make                 everything (extension, memnode, tests, benchmarks)
+#   make install         extension into PostgreSQL, memnode onto PATH
+#   make check-unit      C unit + transport tests (no PostgreSQL needed)
+#   test/run-tests.sh    every test, the way CI runs them
+
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+BINDIR ?= /usr/local/bin
+
+DM_SRCS := $(sort $(wildcard src/dm/*.c))
+AM_SRCS := $(sort $(wildcard src/*.c))
+
+# ---- standalone programs (no PostgreSQL headers) --------------------------
+BUILD := build
+SA_CFLAGS ?= -O2 -g
+SA_CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fPIC -pthread -Isrc/dm
+SA_LIBS := -pthread -lm
+
+DM_SA_OBJS := $(patsubst src/dm/%.c,$(BUILD)/dm/%.o,$(DM_SRCS))
+MEMNODE_SRCS := $(sort $(wildcard memnode/*.c))
+MEMNODE_OBJS := $(patsubst memnode/%.c,$(BUILD)/memnode/%.o,$(MEMNODE_SRCS))
+TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integ/*.c))
+TEST_LIB_SRCS := $(sort $(wildcard test/lib/*.c))
+TEST_LIB_OBJS := $(patsubst test/lib/%.c,$(BUILD)/test/lib/%.o,$(TEST_LIB_SRCS))
+TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS))
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+STANDALONE := $(BUILD)/dmindex-memnode $(TEST_BINS) $(BENCH_BINS)
+
+all: standalone
+standalone: $(STANDALONE)
+
+$(BUILD)/dm/%.o: src/dm/%.c $(wildcard src/dm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SA_CFLAGS) -c -o $@ $<
+
+$(BUILD)/memnode/%.o: memnode/%.c $(wildcard memnode/*.h src/dm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SA_CFLAGS) -Imemnode -c -o $@ $<
+
+$(BUILD)/dmindex-memnode: $(MEMNODE_OBJS) $(DM_SA_OBJS)
+	$(CC) -o $@ $^ $(SA_LIBS) -lnuma
+
+$(BUILD)/test/lib/%.o: test/lib/%.c $(wildcard test/lib/*.h src/dm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SA_CFLAGS) -Itest/lib -c -o $@ $<
+
+$(BUILD)/test/%: test/%.c $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(wildcard test/lib/*.h src/dm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SA_CFLAGS) -Itest/lib -o $@ $< $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(SA_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(wildcard src/dm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SA_CFLAGS) -Itest/lib -o $@ $< $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(SA_LIBS)
+
+check-unit: standalone
+	test/run-c-tests.sh
+
+install: install-memnode
+install-memnode: $(BUILD)/dmindex-memnode
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/dmindex-memnode $(DESTDIR)$(BINDIR)/dmindex-memnode
+
+clean: clean-standalone
+clean-standalone:
+	rm -rf $(BUILD)
+
+.PHONY: standalone check-unit install-memnode clean-standalone
+
+# ---- the extension (PGXS) --------------------------------------------------
+MODULE_big = dmindex
+OBJS = $(AM_SRCS:.c=.o) $(DM_SRCS:.c=.o)
+EXTENSION = dmindex
+DATA = $(wildcard sql/dmindex--*.sql)
+PGFILEDESC = "dmindex - B+-tree index on disaggregated memory"
+REGRESS = $(shell cat test/regress-schedule 2>/dev/null)
+REGRESS_OPTS = --inputdir=. --load-extension=dmindex
+PG_CPPFLAGS = -Isrc/dm
+PG_CFLAGS = -std=gnu11
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

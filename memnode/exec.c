@@ -1,0 +1,354 @@
+/*
+ * exec.c — executes one complete, header-checked request frame and builds
+ * its reply: the versioned handshake, batches of one-sided operations
+ * (validated whole before any is applied), and RPCs on the allocator and
+ * the catalog.  Nothing here trusts a length or an address from the client.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dm_memops.h"
+#include "memnode.h"
+
+/* Make room for a reply of len bytes at the start of *out. */
+static int
+reserve(uint8_t **out, uint32_t *cap, uint32_t len)
+{
+	uint32_t	ncap;
+	uint8_t    *nb;
+
+	if (len <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 4096;
+	while (ncap < len)
+		ncap *= 2;
+	if ((nb = aligned_alloc(8, ncap)) == NULL)
+		return -1;
+	free(*out);
+	*out = nb;
+	*cap = ncap;
+	return 0;
+}
+
+static uint8_t *
+reply_begin(const dm_frame_hdr *req, uint32_t body_len, int status,
+			uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	uint32_t	len = DM_HDR_SIZE + dm_pad8(body_len);
+	dm_frame_hdr *h;
+
+	if (reserve(out, out_cap, len) < 0)
+		return NULL;
+	h = (dm_frame_hdr *) *out;
+	dm_hdr_init(h, req->type | DM_MSG_REPLY, len, req->seq);
+	h->status = (uint32_t) status;
+	memset(*out + DM_HDR_SIZE, 0, len - DM_HDR_SIZE);
+	*out_len = len;
+	return *out + DM_HDR_SIZE;
+}
+
+static int
+exec_hello(mn_conn_info *ci, const dm_frame_hdr *h, const uint8_t *body, uint32_t blen,
+		   uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	dm_hello_req req;
+	dm_hello_rep rep;
+	uint8_t    *b;
+	int			status = DM_OK;
+
+	if (ci->handshaken || blen != sizeof(req))
+		return -1;
+	memcpy(&req, body, sizeof(req));
+	memset(&rep, 0, sizeof(rep));
+	rep.version = DM_PROTO_VERSION;
+	if (req.version != DM_PROTO_VERSION)
+	{
+		/* answer so the client can say why, then hang up */
+		mn_log_limited("client %s speaks protocol version %u, we speak %u: refused",
+					   ci->peer, req.version, DM_PROTO_VERSION);
+		status = DM_ERR_VERSION;
+		ci->close_after_reply = 1;
+	}
+	else
+	{
+		ci->handshaken = 1;
+		ci->tear = (req.flags & DM_HELLO_TEAR) != 0;
+		rep.node_id = mn.region.node_id;
+		rep.incarnation = mn.region.sb->incarnation;
+		rep.region_size = mn.region.size;
+		rep.chunk_size = mn.region.sb->chunk_size;
+		rep.data_offset = mn.region.sb->data_off;
+		if (mn.shm_path[0])
+		{
+			rep.flags |= DM_HELLO_REP_SHM;
+			memcpy(rep.shm_path, mn.shm_path, sizeof(rep.shm_path));
+		}
+		req.client_name[sizeof(req.client_name) - 1] = '\0';
+		mn_log(LOG_DEBUG, "client %s (%s) connected%s", ci->peer, req.client_name,
+			   ci->tear ? " in tear mode" : "");
+	}
+	if ((b = reply_begin(h, sizeof(rep), status, out, out_len, out_cap)) == NULL)
+		return -1;
+	memcpy(b, &rep, sizeof(rep));
+	return 0;
+}
+
+static int
+exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_t *body,
+		   uint32_t blen, uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	const dm_wire_op *ops;
+	const uint8_t *payload;
+	uint32_t	nops, bad = UINT32_MAX;
+	uint64_t	rsize;
+	int			status = DM_OK;
+	uint8_t    *b;
+	uint64_t   *results;
+	uint8_t    *data;
+
+	if (dm_batch_decode(body, blen, &ops, &nops, &payload, &bad) != DM_OK)
+		return -1;
+	rsize = dm_batch_reply_size(ops, nops);
+	if (rsize == 0)
+		status = DM_ERR_TOOBIG;
+	for (uint32_t i = 0; i < nops && status == DM_OK; i++)
+	{
+		if ((ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || dm_gaddr_node(ops[i].addr) != mn.region.node_id)
+			status = DM_ERR_RANGE;
+		else
+			status = dm_region_check_op(&mn.region, ops[i].kind, dm_gaddr_offset(ops[i].addr), ops[i].len);
+		if (status != DM_OK)
+			bad = i;
+	}
+	if (status != DM_OK)
+	{
+		dm_batch_hdr bh = {.nops = 0, .bad_index = bad};
+
+		ctr->requests_rejected++;
+		mn_log_limited("client %s: batch rejected at op %u: %s", ci->peer, bad, dm_strerror(status));
+		if ((b = reply_begin(h, sizeof(bh), status, out, out_len, out_cap)) == NULL)
+			return -1;
+		memcpy(b, &bh, sizeof(bh));
+		return 0;
+	}
+
+	if ((b = reply_begin(h, (uint32_t) rsize - DM_HDR_SIZE, DM_OK, out, out_len, out_cap)) == NULL)
+		return -1;
+	((dm_batch_hdr *) b)->nops = nops;
+	((dm_batch_hdr *) b)->bad_index = UINT32_MAX;
+	results = (uint64_t *) (b + sizeof(dm_batch_hdr));
+	data = (uint8_t *) (results + nops);
+	for (uint32_t i = 0; i < nops; i++)
+	{
+		uint8_t    *p = mn.region.base + dm_gaddr_offset(ops[i].addr);
+
+		switch (ops[i].kind)
+		{
+			case DM_OP_READ:
+				dm_mem_read(data, p, ops[i].len, ci->tear);
+				data += dm_pad8(ops[i].len);
+				break;
+			case DM_OP_WRITE:
+				dm_mem_write(p, payload, ops[i].len, ci->tear);
+				payload += dm_pad8(ops[i].len);
+				break;
+			case DM_OP_CAS:
+				results[i] = dm_mem_cas(p, ops[i].arg0, ops[i].arg1);
+				break;
+			case DM_OP_FAA:
+				results[i] = dm_mem_faa(p, ops[i].arg0);
+				break;
+			case DM_OP_FETCH_OR:
+				results[i] = dm_mem_fetch_or(p, ops[i].arg0);
+				break;
+		}
+		ctr->ops[ops[i].kind]++;
+	}
+	ctr->batches++;
+	return 0;
+}
+
+static void
+fill_stats(dm_node_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->region_size = mn.region.size;
+	st->chunk_size = mn.region.sb->chunk_size;
+	st->chunks_total = mn.region.sb->nchunks;
+	st->chunks_used = mn.region.sb->chunks_used;
+	st->trees = mn.region.sb->trees;
+	st->catalog_capacity = mn.region.sb->catalog_capacity;
+	st->incarnation = mn.region.sb->incarnation;
+	st->uptime_ms = (mn_mono_ns() - mn.start_mono_ns) / 1000000u;
+	st->connections = (uint64_t) __atomic_load_n(&mn.connections, __ATOMIC_RELAXED);
+	st->node_id = mn.region.node_id;
+	st->threads = (uint32_t) mn.cfg.threads;
+	/* racy reads of other workers' counters: fine for statistics */
+	for (int w = 0; w < mn.cfg.threads; w++)
+	{
+		const mn_counters *k = &mn.worker_counters[w];
+
+		st->connections_total += k->connections_total;
+		st->frames_bad += k->frames_bad;
+		st->requests_rejected += k->requests_rejected;
+		st->batches += k->batches;
+		for (int j = 0; j <= DM_OP_KIND_MAX; j++)
+			st->ops[j] += k->ops[j];
+		st->rpcs += k->rpcs;
+		st->bytes_in += k->bytes_in;
+		st->bytes_out += k->bytes_out;
+	}
+}
+
+static int
+exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_t *body,
+		 uint32_t blen, uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	dm_rpc_hdr	rh;
+	int			need;
+	const uint8_t *args;
+	/* reply args, sized for the largest reply (a catalog listing) */
+	static __thread uint8_t rep[sizeof(dm_rpc_list_rep) + DM_LIST_MAX * sizeof(dm_tree_info)];
+	uint32_t	replen = 0;
+	int			status = DM_OK;
+	uint8_t    *b;
+
+	if (blen < sizeof(rh))
+		return -1;
+	memcpy(&rh, body, sizeof(rh));
+	need = dm_rpc_request_size(rh.code);
+	args = body + sizeof(rh);
+	if (need < 0)
+		status = DM_ERR_INVALID;	/* well-formed but unknown: refuse, keep the connection */
+	else if (blen != sizeof(rh) + dm_pad8((uint32_t) need))
+		return -1;
+	ctr->rpcs++;
+
+	if (status == DM_OK)
+	{
+		switch ((dm_rpc_code) rh.code)
+		{
+			case DM_RPC_PING:
+				{
+					dm_rpc_ping_rep pr;
+
+					memcpy(&pr.token, args, 8);
+					pr.server_mono_ns = mn_mono_ns();
+					memcpy(rep, &pr, sizeof(pr));
+					replen = sizeof(pr);
+					break;
+				}
+			case DM_RPC_STATS:
+				fill_stats((dm_node_stats *) rep);
+				replen = sizeof(dm_node_stats);
+				break;
+			default:
+				{
+					dm_rpc_u64	u;
+					dm_tree_name name;
+					uint64_t	off;
+
+					memcpy(&u, args, sizeof(u));
+					memcpy(&name, args, sizeof(name) <= (size_t) need ? sizeof(name) : 0);
+					pthread_mutex_lock(&mn.region_lock);
+					switch ((dm_rpc_code) rh.code)
+					{
+						case DM_RPC_CHUNK_ALLOC:
+							status = dm_region_chunk_alloc(&mn.region, u.value, mn_unix_ns(), &off);
+							if (status == DM_OK)
+							{
+								dm_rpc_alloc_rep ar = {.chunk = dm_gaddr_make(mn.region.node_id, off),
+								.size = mn.region.sb->chunk_size};
+
+								memcpy(rep, &ar, sizeof(ar));
+								replen = sizeof(ar);
+							}
+							break;
+						case DM_RPC_CHUNK_FREE:
+							if ((u.value & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(u.value) != mn.region.node_id)
+								status = DM_ERR_RANGE;
+							else
+								status = dm_region_chunk_free(&mn.region, dm_gaddr_offset(u.value));
+							break;
+						case DM_RPC_CHUNK_FREE_OWNER:
+							u.value = dm_region_chunk_free_owner(&mn.region, u.value);
+							memcpy(rep, &u, sizeof(u));
+							replen = sizeof(u);
+							break;
+						case DM_RPC_CAT_CREATE:
+							status = dm_region_cat_create(&mn.region, &name, 0, mn_unix_ns(),
+														  (dm_tree_info *) rep);
+							replen = sizeof(dm_tree_info);
+							break;
+						case DM_RPC_CAT_OPEN:
+							status = dm_region_cat_open(&mn.region, &name, (dm_tree_info *) rep);
+							replen = sizeof(dm_tree_info);
+							break;
+						case DM_RPC_CAT_DROP:
+							status = dm_region_cat_drop(&mn.region, &name, &u.value);
+							memcpy(rep, &u, sizeof(u));
+							replen = sizeof(u);
+							break;
+						case DM_RPC_CAT_LIST:
+							{
+								dm_rpc_list_req lr;
+								dm_rpc_list_rep lp;
+
+								memcpy(&lr, args, sizeof(lr));
+								if (lr.max == 0 || lr.max > DM_LIST_MAX)
+								{
+									status = DM_ERR_INVALID;
+									break;
+								}
+								lp.count = dm_region_cat_list(&mn.region, lr.start_slot, lr.max, lr.kind,
+															  lr.dboid, lr.sysid,
+															  (dm_tree_info *) (rep + sizeof(lp)),
+															  &lp.next_slot);
+								memcpy(rep, &lp, sizeof(lp));
+								replen = sizeof(lp) + lp.count * sizeof(dm_tree_info);
+								break;
+							}
+						default:
+							status = DM_ERR_INVALID;
+					}
+					pthread_mutex_unlock(&mn.region_lock);
+				}
+		}
+	}
+	if (status != DM_OK)
+	{
+		ctr->requests_rejected++;
+		replen = 0;
+	}
+	if ((b = reply_begin(h, sizeof(rh) + replen, status, out, out_len, out_cap)) == NULL)
+		return -1;
+	memcpy(b, &rh, sizeof(rh));
+	memcpy(b + sizeof(rh), rep, replen);
+	return 0;
+}
+
+int
+mn_exec_frame(mn_conn_info *ci, mn_counters *ctr, const uint8_t *frame,
+			  uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	const dm_frame_hdr *h = (const dm_frame_hdr *) frame;
+	const uint8_t *body = frame + DM_HDR_SIZE;
+	uint32_t	blen = h->length - DM_HDR_SIZE;
+
+	if (h->status != 0)
+		return -1;
+	if (!ci->handshaken && h->type != DM_MSG_HELLO)
+		return -1;
+	switch (h->type)
+	{
+		case DM_MSG_HELLO:
+			return exec_hello(ci, h, body, blen, out, out_len, out_cap);
+		case DM_MSG_BATCH:
+			return exec_batch(ci, ctr, h, body, blen, out, out_len, out_cap);
+		case DM_MSG_RPC:
+			return exec_rpc(ci, ctr, h, body, blen, out, out_len, out_cap);
+		default:
+			return -1;
+	}
+}

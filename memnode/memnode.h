@@ -1,0 +1,97 @@
+/*
+ * memnode.h — shared declarations of the dmindex-memnode daemon: its
+ * configuration, global state, and the functions of its files
+ * (main.c flags and lifecycle, region_mem.c region memory, server.c
+ * connections, exec.c request execution, log.c logging).
+ */
+#ifndef MEMNODE_H
+#define MEMNODE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "dm_proto.h"
+#include "dm_region.h"
+
+typedef struct mn_config
+{
+	char		listen_host[128];
+	int			listen_port;
+	uint64_t	size;
+	uint64_t	chunk_size;
+	uint32_t	catalog_capacity;
+	int			node_id;
+	int			numa_node;		/* -1 = no binding */
+	int			hugepages;
+	int			threads;
+	int			shm;
+	char		shm_path[DM_SHM_PATH_LEN];	/* "" = default */
+	int			max_connections;
+	int			handshake_timeout_ms;	/* also: a frame must complete within this */
+	int			log_level;
+} mn_config;
+
+enum
+{
+	LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3
+};
+
+/* Counters of one worker (summed for DM_RPC_STATS). */
+typedef struct mn_counters
+{
+	uint64_t	connections_total;
+	uint64_t	frames_bad;
+	uint64_t	requests_rejected;
+	uint64_t	batches;
+	uint64_t	ops[DM_OP_KIND_MAX + 1];
+	uint64_t	rpcs;
+	uint64_t	bytes_in;
+	uint64_t	bytes_out;
+} mn_counters;
+
+typedef struct mn_state
+{
+	mn_config	cfg;
+	dm_region	region;
+	void	   *base;			/* region mapping */
+	char		shm_path[DM_SHM_PATH_LEN];	/* "" unless exported */
+	pthread_mutex_t region_lock;	/* catalog and allocator */
+	volatile int stop;
+	int			connections;	/* open now (atomic) */
+	uint64_t	start_mono_ns;
+	mn_counters *worker_counters;	/* one per worker */
+} mn_state;
+
+extern mn_state mn;
+
+/* log.c */
+extern void mn_log(int level, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+/* Like mn_log(LOG_WARN) but at most a few lines per second (hostile input). */
+extern void mn_log_limited(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+/* region_mem.c */
+extern int	mn_region_create(void);
+extern void mn_region_destroy(void);
+
+/* server.c */
+extern int	mn_server_listen(void);
+extern int	mn_server_start(void);
+extern void mn_server_stop(void);
+
+/* exec.c: handle one complete request frame; append the reply to *out. */
+typedef struct mn_conn_info
+{
+	int			handshaken;
+	int			tear;
+	int			close_after_reply;
+	char		peer[64];
+} mn_conn_info;
+
+/* Returns 0, or -1 if the frame was malformed (connection must close). */
+extern int	mn_exec_frame(mn_conn_info *ci, mn_counters *ctr, const uint8_t *frame,
+						  uint8_t **out, uint32_t *out_len, uint32_t *out_cap);
+
+extern uint64_t mn_mono_ns(void);
+extern uint64_t mn_unix_ns(void);
+
+#endif

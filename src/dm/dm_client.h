@@ -1,0 +1,182 @@
+/*
+ * dm_client.h — the transport interface: one client (one per process or
+ * backend, not thread-safe) holding connections to several memnodes and
+ * routing one-sided operations by global address.
+ *
+ * Backends:
+ *   tcp  the memnode CPU executes each batch (own protocol, any host);
+ *   shm  the memnode exports its region as a shared-memory file; the client
+ *        maps it and executes ops itself with __atomic operations.  The TCP
+ *        connection stays open for the handshake and RPCs.
+ *
+ * Every wait has a timeout.  Errors are dm_status codes; dm_client_error()
+ * gives a one-line detail (which memnode, what happened) for messages.
+ * After a transport error a connection is "broken": its ops fail at once
+ * with the same code until dm_client_reconnect().  A memnode that comes back
+ * with another incarnation is reported as DM_ERR_INCARNATION and stays so:
+ * the data that was there is gone, and only the caller can decide what that
+ * means (the access method tells the user to REINDEX).
+ */
+#ifndef DM_CLIENT_H
+#define DM_CLIENT_H
+
+#include "dm_types.h"
+#include "dm_proto.h"
+
+typedef struct dm_client dm_client;
+
+/*
+ * Wait callback: wait until fd is readable (want_write = 0) or writable,
+ * at most timeout_ms.  Returns 1 when ready, 0 on timeout, -1 to abort the
+ * wait (e.g. PostgreSQL has an interrupt pending): the operation then fails
+ * with DM_ERR_INTERRUPTED and the connection is broken (its reply may still
+ * be in flight).  NULL means poll().
+ */
+typedef int (*dm_wait_fn) (void *arg, int fd, int want_write, int timeout_ms);
+
+typedef enum dm_backend
+{
+	DM_BACKEND_AUTO = 0,		/* shm when the memnode exports it and we can map it, else tcp */
+	DM_BACKEND_TCP = 1,
+	DM_BACKEND_SHM = 2			/* shm or fail with DM_ERR_NOSHM */
+} dm_backend;
+
+#define DM_CLIENT_TEAR 0x1		/* test mode: torn 8-byte-piece READ/WRITE */
+
+typedef struct dm_client_opts
+{
+	dm_backend	backend;
+	uint32_t	flags;			/* DM_CLIENT_* */
+	int			connect_timeout_ms;	/* 0 = default (5000) */
+	int			op_timeout_ms;	/* 0 = default (10000) */
+	dm_wait_fn	wait;
+	void	   *wait_arg;
+	const char *name;			/* shown in the memnode's log */
+} dm_client_opts;
+
+/* Per-connection counters: the numbers the papers report. */
+typedef struct dm_counters
+{
+	uint64_t	round_trips;	/* batches posted (one per memnode touched) */
+	uint64_t	rpcs;
+	uint64_t	ops[DM_OP_KIND_MAX + 1];	/* by dm_op_kind */
+	uint64_t	bytes_read;		/* READ payload bytes */
+	uint64_t	bytes_written;	/* WRITE payload bytes */
+	uint64_t	wire_bytes_sent;	/* socket bytes (frames), both backends */
+	uint64_t	wire_bytes_recv;
+} dm_counters;
+
+typedef struct dm_node_info
+{
+	char		address[128];	/* as given: host:port */
+	uint16_t	node_id;
+	int			backend;		/* DM_BACKEND_TCP or DM_BACKEND_SHM */
+	int			status;			/* DM_OK if usable, else why not */
+	uint64_t	incarnation;	/* the one this client accepted */
+	uint64_t	seen_incarnation;	/* the memnode's latest, if it differs */
+	uint64_t	region_size;
+	uint64_t	chunk_size;
+} dm_node_info;
+
+extern dm_client *dm_client_create(const dm_client_opts *opts);
+extern void dm_client_destroy(dm_client *c);
+extern const char *dm_client_error(const dm_client *c);
+
+/*
+ * Connect to a memnode ("host:port"), handshake, and (shm backend) map its
+ * region.  On success *node_id is the memnode's id; connecting twice to
+ * the same address returns the existing connection.  Two memnodes with the
+ * same id are refused (DM_ERR_EXISTS).
+ */
+extern int	dm_client_connect(dm_client *c, const char *hostport, uint16_t *node_id);
+
+/*
+ * Re-establish a broken connection.  DM_ERR_INCARNATION if the memnode now
+ * has a different incarnation (its new one is in dm_node_info).
+ * dm_client_accept_incarnation() makes the client use the new one.
+ */
+extern int	dm_client_reconnect(dm_client *c, uint16_t node_id);
+extern int	dm_client_accept_incarnation(dm_client *c, uint16_t node_id);
+
+extern int	dm_client_nnodes(const dm_client *c);
+/* Info about the idx-th connection (0 <= idx < nnodes). */
+extern int	dm_client_node_info(const dm_client *c, int idx, dm_node_info *out);
+/* Counters of one memnode's connection, or of all (node_id < 0). */
+extern void dm_client_counters(const dm_client *c, int node_id, dm_counters *out);
+extern void dm_client_reset_counters(dm_client *c);
+
+/*
+ * One-sided operations.  A batch is an array of dm_op that may address
+ * several memnodes: one frame goes to each (all sent before any reply is
+ * awaited), and the call returns when all are done.  Ops to one memnode
+ * execute in array order; there is no order between memnodes.  On error
+ * the failed op's index is in *bad_index (if not NULL) and nothing to
+ * that memnode was executed.
+ */
+typedef struct dm_op
+{
+	uint8_t		kind;			/* dm_op_kind */
+	uint32_t	len;			/* READ/WRITE length; atomics: ignored (8) */
+	dm_gaddr	addr;
+	uint64_t	arg0;			/* CAS expected, FAA addend, FETCH_OR mask */
+	uint64_t	arg1;			/* CAS desired */
+	void	   *buf;			/* READ destination, WRITE source */
+	uint64_t	result;			/* out: old value of atomics */
+} dm_op;
+
+extern int	dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index);
+
+static inline void
+dm_op_read(dm_op *op, dm_gaddr addr, void *buf, uint32_t len)
+{
+	op->kind = DM_OP_READ; op->addr = addr; op->buf = buf; op->len = len;
+	op->arg0 = op->arg1 = op->result = 0;
+}
+static inline void
+dm_op_write(dm_op *op, dm_gaddr addr, const void *buf, uint32_t len)
+{
+	op->kind = DM_OP_WRITE; op->addr = addr; op->buf = (void *) buf; op->len = len;
+	op->arg0 = op->arg1 = op->result = 0;
+}
+static inline void
+dm_op_atomic(dm_op *op, int kind, dm_gaddr addr, uint64_t arg0, uint64_t arg1)
+{
+	op->kind = (uint8_t) kind; op->addr = addr; op->buf = NULL; op->len = 8;
+	op->arg0 = arg0; op->arg1 = arg1; op->result = 0;
+}
+
+/* Single-op conveniences (one round trip each). */
+extern int	dm_read(dm_client *c, dm_gaddr addr, void *buf, uint32_t len);
+extern int	dm_write(dm_client *c, dm_gaddr addr, const void *buf, uint32_t len);
+extern int	dm_cas(dm_client *c, dm_gaddr addr, uint64_t expected, uint64_t desired, uint64_t *old);
+extern int	dm_faa(dm_client *c, dm_gaddr addr, uint64_t add, uint64_t *old);
+extern int	dm_fetch_or(dm_client *c, dm_gaddr addr, uint64_t mask, uint64_t *old);
+
+/* RPCs (always over the socket). */
+extern int	dm_ping(dm_client *c, uint16_t node_id);
+extern int	dm_chunk_alloc(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
+						   dm_gaddr *chunk, uint64_t *size);
+extern int	dm_chunk_free(dm_client *c, dm_gaddr chunk);
+extern int	dm_chunk_free_owner(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
+								uint64_t *nfreed);
+extern int	dm_tree_create(dm_client *c, uint16_t node_id, const dm_tree_name *name,
+						   dm_tree_info *out);
+extern int	dm_tree_open(dm_client *c, uint16_t node_id, const dm_tree_name *name,
+						 dm_tree_info *out);
+extern int	dm_tree_drop(dm_client *c, uint16_t node_id, const dm_tree_name *name,
+						 uint64_t *chunks_freed);
+/* One page of the catalog listing; see dm_rpc_list_req for the filter. */
+extern int	dm_tree_list(dm_client *c, uint16_t node_id, const dm_rpc_list_req *req,
+						 dm_tree_info *out, uint32_t *count, uint32_t *next_slot);
+extern int	dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out);
+
+/*
+ * Lower-level: send a raw frame and read the raw reply (tests of the
+ * protocol use this).  body/len is the request body; the reply header and
+ * body land in rep_hdr and rep_body (capacity rep_cap).
+ */
+extern int	dm_client_raw(dm_client *c, uint16_t node_id, uint16_t type,
+						  const void *body, uint32_t len,
+						  dm_frame_hdr *rep_hdr, void *rep_body, uint32_t rep_cap);
+
+#endif							/* DM_CLIENT_H */

@@ -1,0 +1,69 @@
+/*
+ * dm_client_int.h — internals of the transport client shared by its files
+ * (dm_client.c, dm_sock.c, dm_shm.c).  Not for users of the client.
+ */
+#ifndef DM_CLIENT_INT_H
+#define DM_CLIENT_INT_H
+
+#include "dm_client.h"
+#include "dm_region.h"
+
+typedef struct dm_conn
+{
+	char		address[128];	/* "host:port" as given */
+	uint16_t	node_id;
+	int			fd;				/* -1 when closed */
+	int			status;			/* DM_OK, or why the connection is unusable */
+	int			backend;		/* DM_BACKEND_TCP or DM_BACKEND_SHM */
+	uint64_t	incarnation;	/* accepted; 0 before the first handshake */
+	uint64_t	seen_incarnation;
+	uint64_t	region_size;
+	uint64_t	chunk_size;
+	char		shm_path[DM_SHM_PATH_LEN];
+	int			shm_offered;	/* memnode exports its region */
+	/* shm backend: the mapped region */
+	uint8_t    *shm_base;
+	dm_region	shm_region;
+	/* tcp frames */
+	uint64_t	seq;
+	uint8_t    *sbuf;
+	uint32_t	scap;
+	uint8_t    *rbuf;
+	uint32_t	rcap;
+	/* dm_post bookkeeping: indexes of this conn's ops in the caller's array */
+	int		   *idx;
+	int			nidx;
+	int			idxcap;
+	dm_counters ctr;
+} dm_conn;
+
+struct dm_client
+{
+	dm_client_opts opts;
+	dm_conn   **conns;
+	int			nconns;
+	char		err[640];
+};
+
+/* dm_sock.c */
+extern int	dm_sock_connect(dm_client *c, dm_conn *cn);
+extern int	dm_sock_send(dm_client *c, dm_conn *cn, const void *buf, uint32_t len, uint64_t deadline);
+/* Receive one frame into cn->rbuf (grown up to DM_FRAME_MAX); checks header and seq. */
+extern int	dm_sock_recv_frame(dm_client *c, dm_conn *cn, uint16_t type, uint64_t seq,
+							   uint64_t deadline, dm_frame_hdr **hdr);
+extern uint64_t dm_deadline(int timeout_ms);
+extern uint64_t dm_mono_ns(void);
+extern int	dm_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need);
+
+/* dm_shm.c */
+extern int	dm_shm_map(dm_client *c, dm_conn *cn);
+extern void dm_shm_unmap(dm_conn *cn);
+/* Validate then execute ops (indexes cn->idx) on the mapping. */
+extern int	dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
+
+/* dm_client.c */
+extern int	dm_fail(dm_client *c, dm_conn *cn, int status, const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
+extern void dm_conn_break(dm_conn *cn, int status);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * dm_memops.h — the one-sided operations executed on region memory: copies
+ * with 8-byte atomicity and CAS / fetch-and-add / fetch-or.
+ *
+ * The same functions run in the memnode (executing a client's batch) and in
+ * a shm client (operating on the mapped region directly), so both transports
+ * give exactly the guarantee RDMA and CXL give: each aligned 8-byte word is
+ * read or written atomically, a larger read or write is not.  In tear mode
+ * (a test mode) every copy is done one word at a time with a yield between
+ * words, so that other processes' operations interleave and readers do see
+ * torn data: the tree's validation is tested against that.
+ */
+#ifndef DM_MEMOPS_H
+#define DM_MEMOPS_H
+
+#include "dm_types.h"
+
+extern void dm_mem_read(void *dst, const volatile uint8_t *src, uint32_t len, int tear);
+extern void dm_mem_write(volatile uint8_t *dst, const void *src, uint32_t len, int tear);
+extern uint64_t dm_mem_cas(volatile uint8_t *word, uint64_t expected, uint64_t desired);
+extern uint64_t dm_mem_faa(volatile uint8_t *word, uint64_t add);
+extern uint64_t dm_mem_fetch_or(volatile uint8_t *word, uint64_t mask);
+
+#endif							/* DM_MEMOPS_H */

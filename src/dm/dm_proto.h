@@ -1,0 +1,215 @@
+/*
+ * dm_proto.h — the memnode wire protocol: frame layout, request and reply
+ * bodies, and the functions that encode and (strictly) decode them.
+ *
+ * Every frame starts with a 24-byte header.  A connection begins with HELLO
+ * (versioned handshake); after that the client sends BATCH frames (many
+ * one-sided operations, one reply: "doorbell batching") and RPC frames.
+ * Requests are answered in order, one reply per request, with the request's
+ * seq echoed.  All integers are little-endian; all bodies are multiples of 8
+ * bytes so that payloads stay 8-byte aligned.
+ *
+ * The decoders never trust a length: they are what stands between a hostile
+ * or broken peer and the memnode, and the fuzz tests exercise them.
+ */
+#ifndef DM_PROTO_H
+#define DM_PROTO_H
+
+#include "dm_types.h"
+
+#define DM_PROTO_MAGIC		0x58494D44u	/* "DMIX" */
+#define DM_PROTO_VERSION	1
+
+#define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
+#define DM_BATCH_MAX_OPS	4096
+#define DM_SHM_PATH_LEN		128
+
+typedef enum dm_msg_type
+{
+	DM_MSG_HELLO = 1,
+	DM_MSG_BATCH = 2,
+	DM_MSG_RPC = 3
+} dm_msg_type;
+
+#define DM_MSG_REPLY 0x8000		/* or-ed into the type of a reply */
+
+typedef struct dm_frame_hdr
+{
+	uint32_t	magic;			/* DM_PROTO_MAGIC */
+	uint32_t	length;			/* whole frame, header included */
+	uint16_t	type;			/* dm_msg_type, | DM_MSG_REPLY in replies */
+	uint16_t	flags;			/* none defined yet: must be 0 */
+	uint32_t	status;			/* replies: dm_status; requests: 0 */
+	uint64_t	seq;			/* chosen by the client, echoed in the reply */
+} dm_frame_hdr;
+
+#define DM_HDR_SIZE ((uint32_t) sizeof(dm_frame_hdr))
+
+/* HELLO */
+#define DM_HELLO_TEAR 0x1		/* test mode: execute READ/WRITE in torn 8-byte pieces */
+
+typedef struct dm_hello_req
+{
+	uint32_t	version;		/* DM_PROTO_VERSION */
+	uint32_t	flags;			/* DM_HELLO_* */
+	uint64_t	client_pid;
+	char		client_name[32];
+} dm_hello_req;
+
+#define DM_HELLO_REP_SHM 0x1	/* region exported at shm_path */
+
+typedef struct dm_hello_rep
+{
+	uint32_t	version;
+	uint32_t	node_id;
+	uint64_t	incarnation;
+	uint64_t	region_size;
+	uint64_t	chunk_size;
+	uint64_t	data_offset;	/* first chunk's offset */
+	uint32_t	flags;			/* DM_HELLO_REP_* */
+	uint32_t	pad;
+	char		shm_path[DM_SHM_PATH_LEN];
+} dm_hello_rep;
+
+/*
+ * BATCH request body: dm_batch_hdr, nops dm_wire_op, then the payload of
+ * every WRITE in op order, each padded to 8 bytes.
+ * BATCH reply body: dm_batch_hdr (bad_index set on failure), then — on
+ * success only — nops uint64 results (old value for atomics, 0 otherwise),
+ * then the data of every READ in op order, each padded to 8 bytes.
+ * The memnode validates the whole batch before executing any of it, so a
+ * batch is either rejected whole or executed whole, in order.
+ */
+typedef struct dm_batch_hdr
+{
+	uint32_t	nops;
+	uint32_t	bad_index;		/* reply: index of the op that failed, else ~0 */
+} dm_batch_hdr;
+
+typedef struct dm_wire_op
+{
+	uint8_t		kind;			/* dm_op_kind */
+	uint8_t		pad[3];
+	uint32_t	len;			/* READ/WRITE: bytes; atomics: 8 */
+	uint64_t	addr;			/* global address */
+	uint64_t	arg0;			/* CAS: expected; FAA: addend; FETCH_OR: mask */
+	uint64_t	arg1;			/* CAS: desired */
+} dm_wire_op;
+
+/* RPC body: dm_rpc_hdr then the code's argument struct (request or reply). */
+typedef enum dm_rpc_code
+{
+	DM_RPC_PING = 1,
+	DM_RPC_CHUNK_ALLOC = 2,
+	DM_RPC_CHUNK_FREE = 3,
+	DM_RPC_CHUNK_FREE_OWNER = 4,
+	DM_RPC_CAT_CREATE = 5,
+	DM_RPC_CAT_OPEN = 6,
+	DM_RPC_CAT_DROP = 7,
+	DM_RPC_CAT_LIST = 8,
+	DM_RPC_STATS = 9
+} dm_rpc_code;
+
+#define DM_RPC_CODE_MAX DM_RPC_STATS
+
+typedef struct dm_rpc_hdr
+{
+	uint32_t	code;			/* dm_rpc_code */
+	uint32_t	pad;
+} dm_rpc_hdr;
+
+typedef struct dm_rpc_u64
+{
+	uint64_t	value;
+} dm_rpc_u64;					/* PING token, CHUNK_FREE addr, FREE_OWNER owner / count */
+
+typedef struct dm_rpc_ping_rep
+{
+	uint64_t	token;
+	uint64_t	server_mono_ns;
+} dm_rpc_ping_rep;
+
+typedef struct dm_rpc_alloc_rep
+{
+	dm_gaddr	chunk;
+	uint64_t	size;
+} dm_rpc_alloc_rep;
+
+#define DM_LIST_MAX 64			/* catalog entries per CAT_LIST reply */
+
+typedef struct dm_rpc_list_req
+{
+	uint32_t	start_slot;
+	uint32_t	max;			/* 1..DM_LIST_MAX */
+	uint32_t	kind;			/* 0 = any, else dm_tree_kind */
+	uint32_t	dboid;			/* 0 = any (DM_TREE_PG only) */
+	uint64_t	sysid;			/* 0 = any (DM_TREE_PG only) */
+} dm_rpc_list_req;
+
+typedef struct dm_rpc_list_rep
+{
+	uint32_t	count;
+	uint32_t	next_slot;		/* where to continue; == capacity when done */
+	/* followed by count dm_tree_info */
+} dm_rpc_list_rep;
+
+/* Memnode-wide statistics, as returned by DM_RPC_STATS. */
+typedef struct dm_node_stats
+{
+	uint64_t	region_size;
+	uint64_t	chunk_size;
+	uint64_t	chunks_total;
+	uint64_t	chunks_used;
+	uint64_t	trees;
+	uint64_t	catalog_capacity;
+	uint64_t	incarnation;
+	uint64_t	uptime_ms;
+	uint64_t	connections;	/* currently open */
+	uint64_t	connections_total;
+	uint64_t	frames_bad;		/* malformed frames (connection closed) */
+	uint64_t	requests_rejected;	/* well-formed but refused (bounds etc.) */
+	uint64_t	batches;
+	uint64_t	ops[DM_OP_KIND_MAX + 1];	/* by dm_op_kind */
+	uint64_t	rpcs;
+	uint64_t	bytes_in;
+	uint64_t	bytes_out;
+	uint32_t	node_id;
+	uint32_t	threads;
+} dm_node_stats;
+
+/* Fill in a header for a frame of the given type and total length. */
+extern void dm_hdr_init(dm_frame_hdr *h, uint16_t type, uint32_t length, uint64_t seq);
+
+/*
+ * Validation of an incoming header: magic, flags, a length in
+ * [DM_HDR_SIZE, max_len] that is a multiple of 8, and the expected type.
+ * Returns DM_OK or DM_ERR_PROTOCOL / DM_ERR_TOOBIG.
+ */
+extern int	dm_hdr_check(const dm_frame_hdr *h, uint32_t max_len);
+
+/* Size of the request body for a batch of ops (lens as given); 0 if too big. */
+extern uint64_t dm_batch_request_size(const dm_wire_op *ops, uint32_t nops);
+/* Size of the successful reply body for that batch. */
+extern uint64_t dm_batch_reply_size(const dm_wire_op *ops, uint32_t nops);
+
+/*
+ * Structural decode of a BATCH request body (the memnode side): checks that
+ * nops is in range, that every op has a known kind, a length that fits the
+ * kind, and that the WRITE payloads account exactly for the rest of the body.
+ * On success *ops points into body and *payload at the first WRITE payload.
+ * Does not check addresses: that is the region's job.
+ */
+extern int	dm_batch_decode(const uint8_t *body, uint32_t body_len,
+							const dm_wire_op **ops, uint32_t *nops,
+							const uint8_t **payload, uint32_t *bad_index);
+
+/* Size of an RPC request body for a code (after dm_rpc_hdr); -1 if unknown code. */
+extern int	dm_rpc_request_size(uint32_t code);
+
+static inline uint32_t
+dm_pad8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+#endif							/* DM_PROTO_H */

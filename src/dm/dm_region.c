@@ -1,0 +1,405 @@
+/*
+ * dm_region.c — a memory node's region: layout, chunk allocator, tree
+ * catalog and the bounds checks of one-sided operations (see dm_region.h).
+ */
+#include <string.h>
+
+#include "dm_region.h"
+
+_Static_assert(sizeof(dm_superblock) <= 4096, "superblock fits its page");
+_Static_assert(sizeof(dm_cat_entry) == DM_CAT_ENTRY_SIZE, "catalog entry size");
+_Static_assert(sizeof(dm_chunk_desc) == 16, "chunk descriptor size");
+
+/*
+ * Tree ids carry the catalog slot in their low bits so chunk bookkeeping
+ * finds the owning entry without scanning, the memnode id in bits 48..62 so
+ * ids are unique across memnodes (a tree's chunks may live on several), and
+ * a sequence in between so a reused slot never reuses an id.
+ */
+#define SLOT_BITS 20
+#define SLOT_MASK ((UINT64_C(1) << SLOT_BITS) - 1)
+#define SEQ_MASK ((UINT64_C(1) << (DM_OFFSET_BITS - SLOT_BITS)) - 1)
+#define CATALOG_MAX ((uint32_t) SLOT_MASK)
+
+static uint64_t
+round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+static void
+compute_layout(dm_superblock *sb, uint64_t size, uint64_t chunk_size, uint32_t catalog_capacity)
+{
+	uint64_t	guess = size / chunk_size;
+
+	sb->chunk_table_off = 4096;
+	sb->catalog_off = round_up(sb->chunk_table_off + guess * sizeof(dm_chunk_desc), 4096);
+	sb->catalog_capacity = catalog_capacity;
+	sb->data_off = round_up(sb->catalog_off + (uint64_t) catalog_capacity * DM_CAT_ENTRY_SIZE,
+							DM_REGION_ALIGN);
+	sb->nchunks = sb->data_off < size ? (size - sb->data_off) / chunk_size : 0;
+}
+
+static void
+region_bind(dm_region *r, void *base, uint64_t size)
+{
+	r->base = base;
+	r->size = size;
+	r->sb = (dm_superblock *) base;
+	r->chunks = (dm_chunk_desc *) (r->base + r->sb->chunk_table_off);
+	r->catalog = (dm_cat_entry *) (r->base + r->sb->catalog_off);
+	r->node_id = (uint16_t) r->sb->node_id;
+}
+
+int
+dm_region_format(dm_region *r, void *base, uint64_t size, uint16_t node_id,
+				 uint64_t chunk_size, uint32_t catalog_capacity,
+				 uint64_t incarnation, uint64_t now_unix_ns)
+{
+	dm_superblock sb;
+
+	if (base == NULL || ((uintptr_t) base & 4095) != 0 || node_id > DM_NODE_ID_MAX)
+		return DM_ERR_INVALID;
+	if (catalog_capacity == 0 || catalog_capacity > CATALOG_MAX)
+		return DM_ERR_INVALID;
+	if (chunk_size < DM_CHUNK_MIN || size > DM_OFFSET_MASK)
+		return DM_ERR_INVALID;
+	chunk_size = round_up(chunk_size, DM_CHUNK_MIN);
+	size -= size % DM_REGION_ALIGN;
+
+	memset(&sb, 0, sizeof(sb));
+	compute_layout(&sb, size, chunk_size, catalog_capacity);
+	if (sb.nchunks == 0)
+		return DM_ERR_INVALID;
+	sb.magic = DM_SB_MAGIC;
+	sb.format_version = DM_FORMAT_VERSION;
+	sb.node_id = node_id;
+	sb.region_size = size;
+	sb.incarnation = incarnation;
+	sb.chunk_size = chunk_size;
+	sb.created_unix_ns = now_unix_ns;
+	sb.state = DM_SB_LIVE;
+	sb.next_tree_seq = 1;
+
+	/* metadata only: the data area is zeroed chunk by chunk on allocation */
+	memset(base, 0, sb.data_off);
+	memcpy(base, &sb, sizeof(sb));
+	region_bind(r, base, size);
+	return DM_OK;
+}
+
+int
+dm_region_attach(dm_region *r, void *base, uint64_t size)
+{
+	const dm_superblock *sb = base;
+	dm_superblock expect;
+
+	if (base == NULL || size < 4096)
+		return DM_ERR_INVALID;
+	if (sb->magic != DM_SB_MAGIC)
+		return DM_ERR_CORRUPT;
+	if (sb->format_version != DM_FORMAT_VERSION)
+		return DM_ERR_VERSION;
+	if (sb->region_size != size || sb->node_id > DM_NODE_ID_MAX ||
+		sb->chunk_size < DM_CHUNK_MIN || sb->chunk_size % DM_CHUNK_MIN != 0 ||
+		sb->catalog_capacity == 0 || sb->catalog_capacity > CATALOG_MAX)
+		return DM_ERR_CORRUPT;
+	/* the layout is a function of these fields: recompute, don't trust */
+	memset(&expect, 0, sizeof(expect));
+	compute_layout(&expect, sb->region_size, sb->chunk_size, (uint32_t) sb->catalog_capacity);
+	if (expect.chunk_table_off != sb->chunk_table_off || expect.catalog_off != sb->catalog_off ||
+		expect.data_off != sb->data_off || expect.nchunks != sb->nchunks || sb->nchunks == 0)
+		return DM_ERR_CORRUPT;
+	region_bind(r, base, size);
+	return DM_OK;
+}
+
+/* The live catalog entry of a tree id, or NULL (id from another memnode, dropped...). */
+static dm_cat_entry *
+entry_of_tree(dm_region *r, uint64_t tree_id)
+{
+	uint64_t	slot = tree_id & SLOT_MASK;
+
+	if (tree_id == 0 || dm_gaddr_node(tree_id) != r->node_id || slot >= r->sb->catalog_capacity)
+		return NULL;
+	if (r->catalog[slot].tree_id != tree_id)
+		return NULL;
+	return &r->catalog[slot];
+}
+
+int
+dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns, uint64_t *offset)
+{
+	uint64_t	n = r->sb->nchunks;
+	uint64_t	start = r->sb->next_free_hint % n;
+	dm_cat_entry *e;
+
+	if (owner == 0)
+		return DM_ERR_INVALID;
+	for (uint64_t k = 0; k < n; k++)
+	{
+		uint64_t	i = (start + k) % n;
+		uint64_t	off;
+
+		if (r->chunks[i].owner != 0)
+			continue;
+		off = r->sb->data_off + i * r->sb->chunk_size;
+		/*
+		 * Zero before handing out: a chunk freed by one tree must not show
+		 * its old nodes to the next (a stale node could pass validation).
+		 */
+		memset(r->base + off, 0, r->sb->chunk_size);
+		r->chunks[i].owner = owner;
+		r->chunks[i].alloc_unix_ns = now_unix_ns;
+		r->sb->chunks_used++;
+		r->sb->next_free_hint = i + 1;
+		if ((e = entry_of_tree(r, owner)) != NULL)
+			e->chunks++;
+		*offset = off;
+		return DM_OK;
+	}
+	return DM_ERR_NOSPACE;
+}
+
+static void
+release_chunk(dm_region *r, uint64_t i)
+{
+	dm_cat_entry *e = entry_of_tree(r, r->chunks[i].owner);
+
+	if (e != NULL && e->chunks > 0)
+		e->chunks--;
+	r->chunks[i].owner = 0;
+	r->chunks[i].alloc_unix_ns = 0;
+	r->sb->chunks_used--;
+	if (i < r->sb->next_free_hint)
+		r->sb->next_free_hint = i;
+}
+
+int
+dm_region_chunk_free(dm_region *r, uint64_t offset)
+{
+	uint64_t	i;
+
+	if (offset < r->sb->data_off || (offset - r->sb->data_off) % r->sb->chunk_size != 0)
+		return DM_ERR_INVALID;
+	i = (offset - r->sb->data_off) / r->sb->chunk_size;
+	if (i >= r->sb->nchunks)
+		return DM_ERR_RANGE;
+	if (r->chunks[i].owner == 0)
+		return DM_ERR_NOTFOUND;
+	release_chunk(r, i);
+	return DM_OK;
+}
+
+uint64_t
+dm_region_chunk_free_owner(dm_region *r, uint64_t owner)
+{
+	uint64_t	freed = 0;
+
+	if (owner == 0)
+		return 0;
+	for (uint64_t i = 0; i < r->sb->nchunks; i++)
+		if (r->chunks[i].owner == owner)
+		{
+			release_chunk(r, i);
+			freed++;
+		}
+	return freed;
+}
+
+int
+dm_tree_name_valid(const dm_tree_name *n)
+{
+	switch (n->kind)
+	{
+		case DM_TREE_NAMED:
+			return n->name[0] != '\0' && memchr(n->name, '\0', DM_TREE_NAME_LEN) != NULL;
+		case DM_TREE_PG:
+			return n->relfilenode != 0;
+		default:
+			return 0;
+	}
+}
+
+int
+dm_tree_name_equal(const dm_tree_name *a, const dm_tree_name *b)
+{
+	if (a->kind != b->kind)
+		return 0;
+	if (a->kind == DM_TREE_NAMED)
+		return strncmp(a->name, b->name, DM_TREE_NAME_LEN) == 0;
+	return a->sysid == b->sysid && a->dboid == b->dboid &&
+		a->relfilenode == b->relfilenode && a->generation == b->generation;
+}
+
+int
+dm_tree_name_named(dm_tree_name *n, const char *name)
+{
+	size_t		len = strlen(name);
+
+	memset(n, 0, sizeof(*n));
+	n->kind = DM_TREE_NAMED;
+	if (len == 0 || len >= DM_TREE_NAME_LEN)
+		return DM_ERR_INVALID;
+	memcpy(n->name, name, len);
+	return DM_OK;
+}
+
+void
+dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
+				uint32_t relfilenode, uint32_t generation)
+{
+	memset(n, 0, sizeof(*n));
+	n->kind = DM_TREE_PG;
+	n->sysid = sysid;
+	n->dboid = dboid;
+	n->relfilenode = relfilenode;
+	n->generation = generation;
+}
+
+static void
+fill_info(const dm_region *r, uint32_t slot, dm_tree_info *out)
+{
+	const dm_cat_entry *e = &r->catalog[slot];
+	uint64_t	entry_off = r->sb->catalog_off + (uint64_t) slot * DM_CAT_ENTRY_SIZE;
+
+	memset(out, 0, sizeof(*out));
+	out->name = e->name;
+	out->tree_id = e->tree_id;
+	out->root_addr = dm_gaddr_make(r->node_id, entry_off + offsetof(dm_cat_entry, root));
+	out->meta_addr = dm_gaddr_make(r->node_id, entry_off + offsetof(dm_cat_entry, meta));
+	out->created_unix_ns = e->created_unix_ns;
+	out->chunks = e->chunks;
+	out->owner_pid = e->owner_pid;
+	out->slot = slot;
+	out->state = (uint32_t) e->state;
+}
+
+static int
+find_live(const dm_region *r, const dm_tree_name *name)
+{
+	for (uint32_t s = 0; s < r->sb->catalog_capacity; s++)
+		if (r->catalog[s].tree_id != 0 && dm_tree_name_equal(&r->catalog[s].name, name))
+			return (int) s;
+	return -1;
+}
+
+int
+dm_region_cat_create(dm_region *r, const dm_tree_name *name, uint64_t owner_pid,
+					 uint64_t now_unix_ns, dm_tree_info *out)
+{
+	dm_cat_entry *e = NULL;
+	uint32_t	slot;
+	uint64_t	seq;
+
+	if (!dm_tree_name_valid(name))
+		return DM_ERR_INVALID;
+	if (find_live(r, name) >= 0)
+		return DM_ERR_EXISTS;
+	for (slot = 0; slot < r->sb->catalog_capacity; slot++)
+		if (r->catalog[slot].tree_id == 0)
+		{
+			e = &r->catalog[slot];
+			break;
+		}
+	if (e == NULL)
+		return DM_ERR_CATALOG_FULL;
+
+	seq = r->sb->next_tree_seq++ & SEQ_MASK;
+	if (seq == 0)
+		seq = r->sb->next_tree_seq++ & SEQ_MASK;
+	memset(e, 0, sizeof(*e));
+	e->name = *name;
+	e->state = DM_TREE_STATE_LIVE;
+	e->created_unix_ns = now_unix_ns;
+	e->owner_pid = owner_pid;
+	/* publish last: a client reading the catalog sees a complete entry */
+	__atomic_store_n(&e->tree_id, dm_gaddr_make(r->node_id, (seq << SLOT_BITS) | slot),
+					 __ATOMIC_RELEASE);
+	r->sb->trees++;
+	fill_info(r, slot, out);
+	return DM_OK;
+}
+
+int
+dm_region_cat_open(dm_region *r, const dm_tree_name *name, dm_tree_info *out)
+{
+	int			slot;
+
+	if (!dm_tree_name_valid(name))
+		return DM_ERR_INVALID;
+	if ((slot = find_live(r, name)) < 0)
+		return DM_ERR_NOTFOUND;
+	fill_info(r, (uint32_t) slot, out);
+	return DM_OK;
+}
+
+int
+dm_region_cat_drop(dm_region *r, const dm_tree_name *name, uint64_t *chunks_freed)
+{
+	int			slot;
+	dm_cat_entry *e;
+	uint64_t	id;
+
+	if (!dm_tree_name_valid(name))
+		return DM_ERR_INVALID;
+	if ((slot = find_live(r, name)) < 0)
+		return DM_ERR_NOTFOUND;
+	e = &r->catalog[slot];
+	id = e->tree_id;
+	*chunks_freed = dm_region_chunk_free_owner(r, id);
+	__atomic_store_n(&e->tree_id, 0, __ATOMIC_RELEASE);
+	memset(e, 0, sizeof(*e));
+	r->sb->trees--;
+	return DM_OK;
+}
+
+uint32_t
+dm_region_cat_list(dm_region *r, uint32_t start_slot, uint32_t max,
+				   uint32_t kind, uint32_t dboid, uint64_t sysid,
+				   dm_tree_info *out, uint32_t *next_slot)
+{
+	uint32_t	n = 0;
+	uint32_t	s;
+	uint32_t	cap = (uint32_t) r->sb->catalog_capacity;
+
+	for (s = start_slot; s < cap && n < max; s++)
+	{
+		const dm_cat_entry *e = &r->catalog[s];
+
+		if (e->tree_id == 0)
+			continue;
+		if (kind != 0 && e->name.kind != kind)
+			continue;
+		if (e->name.kind == DM_TREE_PG &&
+			((dboid != 0 && e->name.dboid != dboid) || (sysid != 0 && e->name.sysid != sysid)))
+			continue;
+		fill_info(r, s, &out[n++]);
+	}
+	*next_slot = s;
+	return n;
+}
+
+int
+dm_region_check_op(const dm_region *r, int kind, uint64_t offset, uint64_t len)
+{
+	uint64_t	cat_end;
+
+	if (len == 0 || offset >= r->size || len > r->size - offset)
+		return DM_ERR_RANGE;
+	if (kind == DM_OP_READ)
+		return DM_OK;
+	if (kind != DM_OP_WRITE && (offset & 7) != 0)
+		return DM_ERR_ALIGN;
+	if (offset >= r->sb->data_off)
+		return DM_OK;
+	cat_end = r->sb->catalog_off + r->sb->catalog_capacity * DM_CAT_ENTRY_SIZE;
+	if (offset >= r->sb->catalog_off && offset < cat_end)
+	{
+		uint64_t	within = (offset - r->sb->catalog_off) % DM_CAT_ENTRY_SIZE;
+
+		if (within + len <= DM_CAT_USER_BYTES)
+			return DM_OK;
+	}
+	return DM_ERR_READONLY;
+}

@@ -1,0 +1,143 @@
+/*
+ * dm_region.h — layout of a memory node's region and the operations the
+ * memnode performs on it: formatting, the chunk allocator, the tree
+ * catalog, and bounds checks for one-sided operations.
+ *
+ * Layout (all offsets from the region start, region size a multiple of
+ * DM_REGION_ALIGN):
+ *
+ *   0                 superblock (dm_superblock), one 4 KiB page
+ *   chunk_table_off   nchunks dm_chunk_desc (owner tree id per chunk)
+ *   catalog_off       catalog_capacity dm_cat_entry (256 B each)
+ *   data_off          nchunks chunks of chunk_size bytes, 2 MiB aligned
+ *
+ * Clients may READ anywhere in the region; they may WRITE and use atomics
+ * only on the data area and on the first 64 bytes of each catalog entry
+ * (the CAS-able root word and the user metadata words).  Everything else is
+ * changed only by the memnode under its lock, through these functions.
+ *
+ * The functions here are not thread-safe: the memnode serialises them with
+ * one mutex (they are rare, chunk-granular operations).  They do not call
+ * malloc, so a unit test can run them on any suitably aligned buffer.
+ */
+#ifndef DM_REGION_H
+#define DM_REGION_H
+
+#include "dm_types.h"
+
+#define DM_SB_MAGIC			UINT64_C(0x31584544494D4444)	/* "DDMIDEX1" */
+#define DM_FORMAT_VERSION	1
+#define DM_REGION_ALIGN		(UINT64_C(2) << 20)
+#define DM_CHUNK_MIN		(UINT64_C(64) << 10)
+#define DM_CAT_ENTRY_SIZE	256
+#define DM_CAT_USER_BYTES	64	/* root word + meta words: client-writable */
+
+#define DM_SB_LIVE			UINT64_C(0x4C495645)	/* "LIVE" */
+#define DM_SB_DEAD			UINT64_C(0x44454144)	/* "DEAD": memnode shut down */
+#define DM_SB_REPLACED		UINT64_C(0x5245504C)	/* "REPL": a new memnode took over */
+
+typedef struct dm_superblock
+{
+	uint64_t	magic;
+	uint32_t	format_version;
+	uint32_t	node_id;
+	uint64_t	region_size;
+	uint64_t	incarnation;	/* random, new whenever contents start fresh */
+	uint64_t	chunk_size;
+	uint64_t	chunk_table_off;
+	uint64_t	nchunks;
+	uint64_t	catalog_off;
+	uint64_t	catalog_capacity;
+	uint64_t	data_off;
+	uint64_t	created_unix_ns;
+	/* words the memnode keeps changing (shm clients watch them) */
+	uint64_t	state;			/* DM_SB_LIVE, or DM_SB_DEAD once the memnode is gone */
+	uint64_t	heartbeat_ns;	/* CLOCK_MONOTONIC of the memnode's last heartbeat */
+	uint64_t	chunks_used;
+	uint64_t	trees;
+	uint64_t	next_tree_seq;
+	uint64_t	next_free_hint;	/* where the chunk allocator starts looking */
+} dm_superblock;
+
+typedef struct dm_chunk_desc
+{
+	uint64_t	owner;			/* tree id, 0 = free */
+	uint64_t	alloc_unix_ns;
+} dm_chunk_desc;
+
+typedef struct dm_cat_entry
+{
+	/* client-writable part (DM_CAT_USER_BYTES) */
+	uint64_t	root;			/* CAS-able root word */
+	uint64_t	meta[DM_TREE_META_WORDS];
+	/* memnode-owned part */
+	uint64_t	tree_id;		/* 0 = free slot */
+	uint64_t	state;
+	uint64_t	created_unix_ns;
+	uint64_t	owner_pid;
+	uint64_t	chunks;
+	uint64_t	reserved[3];
+	dm_tree_name name;
+} dm_cat_entry;
+
+typedef struct dm_region
+{
+	uint8_t    *base;
+	uint64_t	size;
+	dm_superblock *sb;
+	dm_chunk_desc *chunks;
+	dm_cat_entry *catalog;
+	uint16_t	node_id;
+} dm_region;
+
+/*
+ * Lay out a fresh region over base[0..size): superblock, empty chunk table
+ * and catalog.  size and chunk_size are rounded as the layout requires;
+ * DM_ERR_INVALID if no chunk fits.
+ */
+extern int	dm_region_format(dm_region *r, void *base, uint64_t size,
+							 uint16_t node_id, uint64_t chunk_size,
+							 uint32_t catalog_capacity, uint64_t incarnation,
+							 uint64_t now_unix_ns);
+
+/* Attach to an already formatted region, validating its superblock. */
+extern int	dm_region_attach(dm_region *r, void *base, uint64_t size);
+
+/* Chunk allocator: chunks are zeroed when handed out. */
+extern int	dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns,
+								  uint64_t *offset);
+extern int	dm_region_chunk_free(dm_region *r, uint64_t offset);
+extern uint64_t dm_region_chunk_free_owner(dm_region *r, uint64_t owner);
+
+/* Tree catalog. */
+extern int	dm_region_cat_create(dm_region *r, const dm_tree_name *name,
+								 uint64_t owner_pid, uint64_t now_unix_ns,
+								 dm_tree_info *out);
+extern int	dm_region_cat_open(dm_region *r, const dm_tree_name *name, dm_tree_info *out);
+extern int	dm_region_cat_drop(dm_region *r, const dm_tree_name *name, uint64_t *chunks_freed);
+/*
+ * List live trees from start_slot that match the filter (kind 0 = any;
+ * dboid/sysid 0 = any).  Fills at most max entries; *next_slot is where the
+ * next call should start (catalog_capacity when the end was reached).
+ */
+extern uint32_t dm_region_cat_list(dm_region *r, uint32_t start_slot, uint32_t max,
+								   uint32_t kind, uint32_t dboid, uint64_t sysid,
+								   dm_tree_info *out, uint32_t *next_slot);
+
+/* A tree name is well formed (known kind, NUL-terminated name, ...). */
+extern int	dm_tree_name_valid(const dm_tree_name *name);
+extern int	dm_tree_name_equal(const dm_tree_name *a, const dm_tree_name *b);
+/* Convenience constructors. */
+extern int	dm_tree_name_named(dm_tree_name *n, const char *name);
+extern void dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
+							uint32_t relfilenode, uint32_t generation);
+
+/*
+ * Bounds checks for a one-sided op on this region (offset = local offset).
+ * READ: anywhere inside the region.  WRITE and atomics: data area or the
+ * client-writable 64 bytes of one catalog entry.  Atomics must be 8-byte
+ * aligned.  Returns DM_OK, DM_ERR_RANGE, DM_ERR_READONLY or DM_ERR_ALIGN.
+ */
+extern int	dm_region_check_op(const dm_region *r, int kind, uint64_t offset, uint64_t len);
+
+#endif							/* DM_REGION_H */

@@ -1,0 +1,161 @@
+/*
+ * dm_shm.c — the shm backend: map a co-located memnode's exported region
+ * and execute one-sided operations on it directly (CXL-style access).
+ *
+ * The memnode is not involved in these operations, so the client itself
+ * enforces what the memnode would: bounds (the same dm_region_check_op),
+ * all-or-nothing batches, and liveness — the superblock tells whether the
+ * memnode is alive (heartbeat), shut down (DEAD) or replaced by a new
+ * incarnation (REPLACED), so a dead memnode is an error, not silent use of
+ * an orphaned mapping.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dm_client_int.h"
+#include "dm_memops.h"
+
+int
+dm_shm_map(dm_client *c, dm_conn *cn)
+{
+	int			fd;
+	struct stat st;
+	void	   *base;
+	int			rc;
+
+	if (!cn->shm_offered)
+		return dm_fail(c, cn, DM_ERR_NOSHM, "memnode does not export its region (start it with --shm)");
+	fd = open(cn->shm_path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return dm_fail(c, cn, DM_ERR_NOSHM, "cannot open shared region \"%s\": %s",
+					   cn->shm_path, strerror(errno));
+	if (fstat(fd, &st) < 0 || (uint64_t) st.st_size != cn->region_size)
+	{
+		close(fd);
+		return dm_fail(c, cn, DM_ERR_NOSHM, "shared region \"%s\" has the wrong size", cn->shm_path);
+	}
+	base = mmap(NULL, cn->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return dm_fail(c, cn, DM_ERR_NOSHM, "cannot map shared region \"%s\": %s",
+					   cn->shm_path, strerror(errno));
+	/*
+	 * The file at that path might belong to another memnode (same path on
+	 * another host, or a stale file): only the incarnation proves it is the
+	 * region we just shook hands with.
+	 */
+	rc = dm_region_attach(&cn->shm_region, base, cn->region_size);
+	if (rc != DM_OK || cn->shm_region.sb->incarnation != cn->seen_incarnation ||
+		cn->shm_region.node_id != cn->node_id)
+	{
+		munmap(base, cn->region_size);
+		return dm_fail(c, cn, DM_ERR_NOSHM,
+					   "shared region \"%s\" is not this memnode's region", cn->shm_path);
+	}
+	cn->shm_base = base;
+	return DM_OK;
+}
+
+void
+dm_shm_unmap(dm_conn *cn)
+{
+	if (cn->shm_base != NULL)
+		munmap(cn->shm_base, cn->region_size);
+	cn->shm_base = NULL;
+}
+
+static uint64_t
+coarse_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static int
+check_alive(dm_client *c, dm_conn *cn)
+{
+	const volatile dm_superblock *sb = cn->shm_region.sb;
+	uint64_t	state = __atomic_load_n(&sb->state, __ATOMIC_ACQUIRE);
+	uint64_t	hb = __atomic_load_n(&sb->heartbeat_ns, __ATOMIC_RELAXED);
+	uint64_t	now;
+
+	if (state == DM_SB_REPLACED || sb->incarnation != cn->incarnation)
+		return dm_fail(c, cn, DM_ERR_INCARNATION, "memnode was restarted: region contents are gone");
+	if (state != DM_SB_LIVE)
+		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
+	/* the coarse clock lags by a few ms at most; a heartbeat "ahead" is fresh */
+	now = coarse_mono_ns();
+	if (now > hb && now - hb > (uint64_t) c->opts.op_timeout_ms * 1000000u)
+		return dm_fail(c, cn, DM_ERR_TIMEOUT, "memnode has not shown a heartbeat for %llu ms",
+					   (unsigned long long) ((now - hb) / 1000000u));
+	return DM_OK;
+}
+
+int
+dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
+{
+	int			tear = (c->opts.flags & DM_CLIENT_TEAR) != 0;
+	uint8_t    *base = cn->shm_base;
+	int			rc;
+
+	if ((rc = check_alive(c, cn)) != DM_OK)
+		return rc;
+	/* validate everything first: a rejected batch applies nothing */
+	for (int k = 0; k < cn->nidx; k++)
+	{
+		dm_op	   *op = &ops[cn->idx[k]];
+		uint64_t	off = dm_gaddr_offset(op->addr);
+		uint32_t	len = op->kind == DM_OP_READ || op->kind == DM_OP_WRITE ? op->len : 8;
+
+		if (op->kind < DM_OP_READ || op->kind > DM_OP_KIND_MAX ||
+			((op->kind == DM_OP_READ || op->kind == DM_OP_WRITE) && (op->len == 0 || op->buf == NULL)))
+			rc = DM_ERR_INVALID;
+		else
+			rc = dm_region_check_op(&cn->shm_region, op->kind, off, len);
+		if (rc != DM_OK)
+		{
+			if (bad_index)
+				*bad_index = cn->idx[k];
+			snprintf(c->err, sizeof(c->err), "memnode %s: operation %d (kind %d, address 0x%llx, length %u) rejected: %s",
+					 cn->address, cn->idx[k], op->kind, (unsigned long long) op->addr, len, dm_strerror(rc));
+			return rc;
+		}
+	}
+	for (int k = 0; k < cn->nidx; k++)
+	{
+		dm_op	   *op = &ops[cn->idx[k]];
+		uint8_t    *p = base + dm_gaddr_offset(op->addr);
+
+		switch (op->kind)
+		{
+			case DM_OP_READ:
+				dm_mem_read(op->buf, p, op->len, tear);
+				cn->ctr.bytes_read += op->len;
+				break;
+			case DM_OP_WRITE:
+				dm_mem_write(p, op->buf, op->len, tear);
+				cn->ctr.bytes_written += op->len;
+				break;
+			case DM_OP_CAS:
+				op->result = dm_mem_cas(p, op->arg0, op->arg1);
+				break;
+			case DM_OP_FAA:
+				op->result = dm_mem_faa(p, op->arg0);
+				break;
+			case DM_OP_FETCH_OR:
+				op->result = dm_mem_fetch_or(p, op->arg0);
+				break;
+		}
+		cn->ctr.ops[op->kind]++;
+	}
+	cn->ctr.round_trips++;
+	return DM_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * testutil.h — support for the C tests and benchmarks: TAP output with
+ * counted assertions, and starting/stopping real dmindex-memnode processes.
+ *
+ * Tests print TAP ("ok N - ...", "not ok N - ...", a "1..N" plan at the
+ * end) so test/run-c-tests.sh can count passes and failures.
+ */
+#ifndef DM_TESTUTIL_H
+#define DM_TESTUTIL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- TAP --------------------------------------------------------------- */
+extern int	tap_ok(int cond, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern void tap_diag(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+/* Prints the plan; returns the process exit status (0 iff all passed). */
+extern int	tap_done(void);
+
+#define CHECK(cond, ...) tap_ok(!!(cond), __VA_ARGS__)
+/* Compare two status codes, printing both symbolically on failure. */
+#define CHECK_STATUS(got, want, ...) tap_ok_status((got), (want), __VA_ARGS__)
+extern int	tap_ok_status(int got, int want, const char *fmt,...) __attribute__((format(printf, 3, 4)));
+
+/* ---- memnode processes --------------------------------------------------- */
+typedef struct memnode_proc
+{
+	pid_t		pid;
+	int			port;
+	char		addr[64];		/* "127.0.0.1:PORT" */
+	char		shm_path[128];	/* "" unless started with --shm */
+	uint64_t	incarnation;
+} memnode_proc;
+
+/*
+ * Start build/dmindex-memnode (path from $DM_MEMNODE, else
+ * "build/dmindex-memnode" relative to the current directory) with
+ * "--listen 127.0.0.1:PORT" (port 0 = ephemeral unless given) plus the
+ * extra arguments (NULL-terminated list), wait up to 10 s for its ready
+ * line and parse it.  Returns 0 on success, -1 on failure (diagnostic
+ * printed).  The process is in its own process group.
+ */
+extern int	memnode_start(memnode_proc *mp, int port, const char *const *extra_args);
+/* Send sig (SIGTERM, SIGKILL) and reap; returns the exit status as from waitpid. */
+extern int	memnode_stop(memnode_proc *mp, int sig);
+
+/* Monotonic clock in nanoseconds. */
+extern uint64_t now_ns(void);
+
+#endif
