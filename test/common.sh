@@ -1,0 +1,77 @@
+# common.sh — shell functions shared by the quickstart, the test runner and
+# the SQL benchmarks: start/stop a memnode and a throwaway PostgreSQL cluster.
+# PostgreSQL refuses to run as root, and a memnode that exports its region
+# to PostgreSQL must run as the same user, so both run as $DM_USER.
+# Source it; it expects $ROOT (the repository) to be set.
+
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_BIN=$("$PG_CONFIG" --bindir)
+DM_USER=${DM_USER:-postgres}
+
+as_user() {
+    if [ "$(id -un)" = "$DM_USER" ]; then "$@"; else runuser -u "$DM_USER" -- "$@"; fi
+}
+
+# start_memnode WORKDIR PORT [extra flags...]: starts a memnode owned by
+# $DM_USER, waits for its ready line, records its pid in WORKDIR/memnode-PORT.pid
+start_memnode() {
+    local dir=$1 port=$2; shift 2
+    local bin=${DM_MEMNODE:-$ROOT/build/dmindex-memnode}
+    local out=$dir/memnode-$port.out
+    as_user bash -c "exec '$bin' --listen 127.0.0.1:$port $* >'$out' 2>'$dir/memnode-$port.log'" &
+    local pid=$!
+    for _ in $(seq 1 100); do
+        if grep -q '^dmindex-memnode ready' "$out" 2>/dev/null; then
+            echo "$pid" >"$dir/memnode-$port.pid"
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "memnode on port $port did not start:" >&2
+    cat "$dir/memnode-$port.log" >&2
+    return 1
+}
+
+stop_memnode() {
+    local dir=$1 port=$2
+    local pidf=$dir/memnode-$port.pid
+    [ -f "$pidf" ] || return 0
+    # runuser forwards the signal to the memnode, which exits cleanly
+    kill -TERM "$(cat "$pidf")" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.1; done
+    pkill -KILL -u "$DM_USER" -f "dmindex-memnode --listen 127.0.0.1:$port" 2>/dev/null || true
+    rm -f "$pidf"
+}
+
+# start_pg DATADIR PORT [extra postgresql.conf lines...]: initdb + start,
+# listening only on a Unix socket in DATADIR.
+start_pg() {
+    local data=$1 port=$2; shift 2
+    as_user "$PG_BIN/initdb" -D "$data" -A trust -U "$DM_USER" --no-sync >"$data.initdb.log" 2>&1 || {
+        cat "$data.initdb.log" >&2; return 1; }
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$data'"
+        echo "port = $port"
+        echo "shared_preload_libraries = 'dmindex'"
+        echo "fsync = off"
+        for line in "$@"; do echo "$line"; done
+    } >>"$data/postgresql.conf"
+    as_user "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null || {
+        cat "$data/server.log" >&2; return 1; }
+}
+
+stop_pg() {
+    local data=$1
+    [ -f "$data/postmaster.pid" ] && as_user "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# a work directory $DM_USER can write
+make_workdir() {
+    local d
+    d=$(mktemp -d "${TMPDIR:-/tmp}/dmindex-$1.XXXXXX")
+    chown "$DM_USER" "$d" 2>/dev/null || true
+    chmod 755 "$d"
+    echo "$d"
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what dmindex needs on Debian 12 (run as root): the compiler,
+# PostgreSQL 15 server and headers, libnuma (memnode NUMA binding), and Perl's
+# IPC::Run (PostgreSQL's TAP test framework).  Quick when all is present.
+set -euo pipefail
+PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libipc-run-perl"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "== installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q $missing
+fi
