@@ -265,6 +265,22 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 								replen = sizeof(ar);
 							}
 							break;
+						case DM_RPC_SLAB_ALLOC:
+							{
+								dm_rpc_slab_req sr;
+
+								memcpy(&sr, args, sizeof(sr));
+								status = dm_region_slab_alloc(&mn.region, sr.owner, sr.size, mn_unix_ns(), &off);
+								if (status == DM_OK)
+								{
+									dm_rpc_alloc_rep ar = {.chunk = dm_gaddr_make(mn.region.node_id, off),
+									.size = sr.size};
+
+									memcpy(rep, &ar, sizeof(ar));
+									replen = sizeof(ar);
+								}
+								break;
+							}
 						case DM_RPC_CHUNK_FREE:
 							if ((u.value & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(u.value) != mn.region.node_id)
 								status = DM_ERR_RANGE;

@@ -77,7 +77,9 @@ dm_client_create(const dm_client_opts *opts)
 		c->opts.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
 	if (c->opts.op_timeout_ms <= 0)
 		c->opts.op_timeout_ms = DEFAULT_OP_TIMEOUT_MS;
-	c->opts.name = NULL;		/* not kept: the caller's string may not outlive us */
+	/* copied: the caller's string may not outlive us */
+	snprintf(c->name, sizeof(c->name), "%s", opts && opts->name ? opts->name : "");
+	c->opts.name = NULL;
 	return c;
 }
 
@@ -139,7 +141,10 @@ handshake(dm_client *c, dm_conn *cn)
 	req.r.version = DM_PROTO_VERSION;
 	req.r.flags = (c->opts.flags & DM_CLIENT_TEAR) ? DM_HELLO_TEAR : 0;
 	req.r.client_pid = (uint64_t) getpid();
-	snprintf(req.r.client_name, sizeof(req.r.client_name), "pid %d", (int) getpid());
+	if (c->name[0])
+		snprintf(req.r.client_name, sizeof(req.r.client_name), "%s", c->name);
+	else
+		snprintf(req.r.client_name, sizeof(req.r.client_name), "pid %d", (int) getpid());
 	if ((rc = dm_sock_send(c, cn, &req, sizeof(req), deadline)) != DM_OK)
 		return rc == DM_ERR_TIMEOUT ? dm_fail(c, cn, DM_ERR_CONNECT, "handshake timed out") : rc;
 	if ((rc = dm_sock_recv_frame(c, cn, DM_MSG_HELLO, cn->seq, deadline, &rh)) != DM_OK)
@@ -673,7 +678,10 @@ rpc(dm_client *c, uint16_t node_id, uint32_t code, const void *req, uint32_t req
 		if (rh.status != DM_OK)
 		{
 			rc = (int) rh.status;
-			snprintf(c->err, sizeof(c->err), "memnode id %u: request failed: %s", node_id, dm_strerror(rc));
+			dm_conn    *cn = conn_by_node(c, node_id);
+
+			snprintf(c->err, sizeof(c->err), "memnode %s: request failed: %s",
+					 cn ? cn->address : "?", dm_strerror(rc));
 		}
 		else if (blen < sizeof(dm_rpc_hdr) + min_replen || ((dm_rpc_hdr *) rbody)->code != code)
 			rc = dm_fail(c, conn_by_node(c, node_id), DM_ERR_PROTOCOL, "malformed reply to request %u", code);
@@ -715,6 +723,21 @@ dm_chunk_alloc(dm_client *c, uint16_t node_id, uint64_t owner, dm_gaddr *chunk, 
 	*chunk = rep.chunk;
 	if (size)
 		*size = rep.size;
+	return DM_OK;
+}
+
+int
+dm_slab_alloc(dm_client *c, uint16_t node_id, uint64_t owner, uint64_t size, dm_gaddr *slab)
+{
+	dm_rpc_slab_req req = {.owner = owner, .size = size};
+	dm_rpc_alloc_rep rep;
+	int			rc = rpc(c, node_id, DM_RPC_SLAB_ALLOC, &req, sizeof(req), &rep, sizeof(rep), sizeof(rep), NULL);
+
+	if (rc != DM_OK)
+		return rc;
+	if (dm_gaddr_node(rep.chunk) != node_id || dm_gaddr_offset(rep.chunk) == 0 || rep.size != size)
+		return dm_fail(c, conn_by_node(c, node_id), DM_ERR_PROTOCOL, "slab from the wrong memnode");
+	*slab = rep.chunk;
 	return DM_OK;
 }
 

@@ -84,9 +84,11 @@ extern const char *dm_client_error(const dm_client *c);
 
 /*
  * Connect to a memnode ("host:port"), handshake, and (shm backend) map its
- * region.  On success *node_id is the memnode's id; connecting twice to
- * the same address returns the existing connection.  Two memnodes with the
- * same id are refused (DM_ERR_EXISTS).
+ * region.  On success *node_id is the memnode's id.  For an address already
+ * connected it only returns that connection's id and status (which may be
+ * an error: use dm_client_reconnect).  Two memnodes with the same id are
+ * refused (DM_ERR_EXISTS).  Host names are resolved with getaddrinfo(),
+ * which may block beyond the timeouts: prefer IP addresses.
  */
 extern int	dm_client_connect(dm_client *c, const char *hostport, uint16_t *node_id);
 
@@ -156,6 +158,8 @@ extern int	dm_fetch_or(dm_client *c, dm_gaddr addr, uint64_t mask, uint64_t *old
 extern int	dm_ping(dm_client *c, uint16_t node_id);
 extern int	dm_chunk_alloc(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
 						   dm_gaddr *chunk, uint64_t *size);
+extern int	dm_slab_alloc(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
+						  uint64_t size, dm_gaddr *slab);
 extern int	dm_chunk_free(dm_client *c, dm_gaddr chunk);
 extern int	dm_chunk_free_owner(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
 								uint64_t *nfreed);

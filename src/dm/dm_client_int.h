@@ -42,6 +42,7 @@ struct dm_client
 	dm_client_opts opts;
 	dm_conn   **conns;
 	int			nconns;
+	char		name[32];		/* sent in the handshake, shown in the memnode's log */
 	char		err[640];
 };
 

@@ -135,6 +135,8 @@ dm_rpc_request_size(uint32_t code)
 			return (int) sizeof(dm_tree_name);
 		case DM_RPC_CAT_LIST:
 			return (int) sizeof(dm_rpc_list_req);
+		case DM_RPC_SLAB_ALLOC:
+			return (int) sizeof(dm_rpc_slab_req);
 		case DM_RPC_STATS:
 			return 0;
 	}

@@ -107,10 +107,11 @@ typedef enum dm_rpc_code
 	DM_RPC_CAT_OPEN = 6,
 	DM_RPC_CAT_DROP = 7,
 	DM_RPC_CAT_LIST = 8,
-	DM_RPC_STATS = 9
+	DM_RPC_STATS = 9,
+	DM_RPC_SLAB_ALLOC = 10
 } dm_rpc_code;
 
-#define DM_RPC_CODE_MAX DM_RPC_STATS
+#define DM_RPC_CODE_MAX DM_RPC_SLAB_ALLOC
 
 typedef struct dm_rpc_hdr
 {
@@ -129,11 +130,17 @@ typedef struct dm_rpc_ping_rep
 	uint64_t	server_mono_ns;
 } dm_rpc_ping_rep;
 
+typedef struct dm_rpc_slab_req
+{
+	uint64_t	owner;
+	uint64_t	size;
+} dm_rpc_slab_req;
+
 typedef struct dm_rpc_alloc_rep
 {
 	dm_gaddr	chunk;
 	uint64_t	size;
-} dm_rpc_alloc_rep;
+} dm_rpc_alloc_rep;				/* CHUNK_ALLOC and SLAB_ALLOC */
 
 #define DM_LIST_MAX 64			/* catalog entries per CAT_LIST reply */
 

@@ -8,7 +8,7 @@
 
 _Static_assert(sizeof(dm_superblock) <= 4096, "superblock fits its page");
 _Static_assert(sizeof(dm_cat_entry) == DM_CAT_ENTRY_SIZE, "catalog entry size");
-_Static_assert(sizeof(dm_chunk_desc) == 16, "chunk descriptor size");
+_Static_assert(sizeof(dm_chunk_desc) == 32, "chunk descriptor size");
 
 /*
  * Tree ids carry the catalog slot in their low bits so chunk bookkeeping
@@ -151,6 +151,7 @@ dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns, uint64
 		memset(r->base + off, 0, r->sb->chunk_size);
 		r->chunks[i].owner = owner;
 		r->chunks[i].alloc_unix_ns = now_unix_ns;
+		r->chunks[i].used = r->sb->chunk_size;
 		r->sb->chunks_used++;
 		r->sb->next_free_hint = i + 1;
 		if ((e = entry_of_tree(r, owner)) != NULL)
@@ -170,9 +171,39 @@ release_chunk(dm_region *r, uint64_t i)
 		e->chunks--;
 	r->chunks[i].owner = 0;
 	r->chunks[i].alloc_unix_ns = 0;
+	r->chunks[i].used = 0;
 	r->sb->chunks_used--;
 	if (i < r->sb->next_free_hint)
 		r->sb->next_free_hint = i;
+}
+
+int
+dm_region_slab_alloc(dm_region *r, uint64_t owner, uint64_t size, uint64_t now_unix_ns,
+					 uint64_t *offset)
+{
+	uint64_t	cs = r->sb->chunk_size;
+	uint64_t	off;
+	int			rc;
+
+	if (owner == 0 || size == 0 || size % DM_SLAB_ALIGN != 0 || size > cs)
+		return DM_ERR_INVALID;
+	/* first fit among the owner's partly used chunks (an RPC path: a scan is fine) */
+	for (uint64_t i = 0; i < r->sb->nchunks; i++)
+	{
+		dm_chunk_desc *d = &r->chunks[i];
+
+		if (d->owner == owner && d->used + size <= cs)
+		{
+			*offset = r->sb->data_off + i * cs + d->used;
+			d->used += size;
+			return DM_OK;
+		}
+	}
+	if ((rc = dm_region_chunk_alloc(r, owner, now_unix_ns, &off)) != DM_OK)
+		return rc;
+	r->chunks[(off - r->sb->data_off) / cs].used = size;
+	*offset = off;
+	return DM_OK;
 }
 
 int

@@ -63,6 +63,8 @@ typedef struct dm_chunk_desc
 {
 	uint64_t	owner;			/* tree id, 0 = free */
 	uint64_t	alloc_unix_ns;
+	uint64_t	used;			/* bytes handed out (chunk_size for whole chunks) */
+	uint64_t	reserved;
 } dm_chunk_desc;
 
 typedef struct dm_cat_entry
@@ -108,6 +110,16 @@ extern int	dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix
 								  uint64_t *offset);
 extern int	dm_region_chunk_free(dm_region *r, uint64_t offset);
 extern uint64_t dm_region_chunk_free_owner(dm_region *r, uint64_t owner);
+
+/*
+ * Slab allocation: size bytes (a multiple of DM_SLAB_ALIGN, at most a
+ * chunk) carved from a chunk the owner already has, or from a new chunk.
+ * Lets many clients (every PostgreSQL backend) allocate tree nodes without
+ * each stranding a whole chunk.  Slabs are freed with their owner.
+ */
+#define DM_SLAB_ALIGN 4096
+extern int	dm_region_slab_alloc(dm_region *r, uint64_t owner, uint64_t size,
+								 uint64_t now_unix_ns, uint64_t *offset);
 
 /* Tree catalog. */
 extern int	dm_region_cat_create(dm_region *r, const dm_tree_name *name,

@@ -91,9 +91,13 @@ check_alive(dm_client *c, dm_conn *cn)
 		return dm_fail(c, cn, DM_ERR_INCARNATION, "memnode was restarted: region contents are gone");
 	if (state != DM_SB_LIVE)
 		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
-	/* the coarse clock lags by a few ms at most; a heartbeat "ahead" is fresh */
+	/*
+	 * The memnode beats every 50 ms; allow at least 500 ms so a short
+	 * op_timeout or a busy machine does not declare a healthy memnode dead.
+	 * The coarse clock lags by a few ms at most; a heartbeat "ahead" is fresh.
+	 */
 	now = coarse_mono_ns();
-	if (now > hb && now - hb > (uint64_t) c->opts.op_timeout_ms * 1000000u)
+	if (now > hb && now - hb > (uint64_t) (c->opts.op_timeout_ms > 500 ? c->opts.op_timeout_ms : 500) * 1000000u)
 		return dm_fail(c, cn, DM_ERR_TIMEOUT, "memnode has not shown a heartbeat for %llu ms",
 					   (unsigned long long) ((now - hb) / 1000000u));
 	return DM_OK;

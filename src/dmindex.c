@@ -1,0 +1,130 @@
+/*
+ * dmindex.c — module entry point: PG_MODULE_MAGIC and the dmindex.* GUCs.
+ *
+ * The access method, its shared memory and the SQL functions live in their
+ * own files; this one only defines the configuration they read.
+ */
+#include "postgres.h"
+
+#include <stdlib.h>
+
+#include "utils/guc.h"
+
+#include "dmindex.h"
+
+PG_MODULE_MAGIC;
+
+/* An hour: a memnode that takes longer than that to answer is gone. */
+#define DMINDEX_TIMEOUT_MAX (3600 * 1000)
+
+char	   *dmindex_memnodes_guc = NULL;
+int			dmindex_connect_timeout = 5000;
+int			dmindex_op_timeout = 10000;
+int			dmindex_transport = DMINDEX_TRANSPORT_AUTO;
+
+static const struct config_enum_entry transport_options[] = {
+	{"auto", DMINDEX_TRANSPORT_AUTO, false},
+	{"tcp", DMINDEX_TRANSPORT_TCP, false},
+	{"shm", DMINDEX_TRANSPORT_SHM, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Reject a malformed dmindex.memnodes before it is installed, so that a bad
+ * reload keeps the old value (and the server keeps running) and a typo is
+ * reported where it was made instead of at the first index access.  The
+ * parsed list becomes the GUC's "extra" and so is always in step with the
+ * string.
+ */
+static bool
+memnodes_check_hook(char **newval, void **extra, GucSource source)
+{
+	char		errbuf[256];
+	DmMemnodeList *list;
+
+	list = dmindex_parse_memnodes(*newval ? *newval : "", malloc,
+								  errbuf, sizeof(errbuf));
+	if (list == NULL)
+	{
+		GUC_check_errdetail("%s", errbuf);
+		return false;
+	}
+	*extra = list;
+	return true;
+}
+
+static void
+memnodes_assign_hook(const char *newval, void *extra)
+{
+	dmindex_memnode_list = (DmMemnodeList *) extra;
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * PGC_SIGHUP, not PGC_SUSET: global addresses carry only a memnode id,
+	 * and the node cache in shared memory (and, later, each index's
+	 * metapage) is shared by all backends of the instance, so all of them
+	 * must talk to the same set of memnodes.  Administrators can still
+	 * probe other memnodes with dmindex_memnodes(text).
+	 */
+	DefineCustomStringVariable("dmindex.memnodes",
+							   "Memory nodes (dmindex-memnode processes) that hold dmindex indexes.",
+							   "A comma-separated list of host:port addresses. "
+							   "All sessions of a server use the same list.",
+							   &dmindex_memnodes_guc,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_LIST_INPUT,
+							   memnodes_check_hook,
+							   memnodes_assign_hook,
+							   NULL);
+
+	/*
+	 * Timeouts and the transport only change how this backend reaches the
+	 * memnodes, not what it sees there, so every user may tune them.  A
+	 * change makes the backend reconnect at its next memnode access.
+	 */
+	DefineCustomIntVariable("dmindex.connect_timeout",
+							"Maximum time to wait while connecting to a memnode.",
+							NULL,
+							&dmindex_connect_timeout,
+							5000,
+							1,
+							DMINDEX_TIMEOUT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("dmindex.op_timeout",
+							"Maximum time to wait for a memnode to answer a request.",
+							NULL,
+							&dmindex_op_timeout,
+							10000,
+							1,
+							DMINDEX_TIMEOUT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomEnumVariable("dmindex.transport",
+							 "How to reach memnodes.",
+							 "\"shm\" maps the shared memory a memnode on the same host exports, "
+							 "\"tcp\" sends every operation over the network, "
+							 "\"auto\" uses shm where possible and tcp otherwise.",
+							 &dmindex_transport,
+							 DMINDEX_TRANSPORT_AUTO,
+							 transport_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	MarkGUCPrefixReserved("dmindex");
+}
