@@ -49,6 +49,9 @@ dm_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need)
 	nb = aligned_alloc(8, ncap);
 	if (nb == NULL)
 		return DM_ERR_NOMEM;
+	/* keep what is there: a frame's header is read before the buffer grows for its body */
+	if (*cap)
+		memcpy(nb, *buf, *cap);
 	free(*buf);
 	*buf = nb;
 	*cap = ncap;

@@ -1,0 +1,697 @@
+/*
+ * dm_tree.c — tree handles (create, open, destroy), descent, and the write
+ * operations: single and batched inserts and deletes with B-link splits.
+ *
+ * Every write goes through level_apply(): for a sorted batch of items at
+ * one level it locks each covering node once, applies all the items that
+ * fall inside its fences, and writes it back once; a node that overflows is
+ * split in two (new right node written first, then the old node with its new
+ * sibling pointer and fence, released in the same round trip), and the new
+ * separators are applied one level up the same way.  A split root gets a new
+ * root installed by CAS on the catalog's root word.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <time.h>
+
+#include "dm_tree_int.h"
+
+#define MAX_RESTARTS 10000
+
+/* ---- handles ---------------------------------------------------------------- */
+
+static int
+valid_node_size(uint32_t n)
+{
+	return n >= DM_NODE_MIN && n <= DM_NODE_MAX && (n & (n - 1)) == 0;
+}
+
+static uint64_t
+make_token(void)
+{
+	struct timespec ts;
+	uint64_t	v;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v = ((uint64_t) getpid() << 32) ^ (uint64_t) ts.tv_nsec ^ ((uint64_t) ts.tv_sec << 20);
+	return v ? v : 1;
+}
+
+static int
+setup_handle(dm_client *c, uint16_t home, const dm_tree_name *name, dm_tree **out)
+{
+	dm_tree    *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return DM_ERR_NOMEM;
+	t->c = c;
+	t->home = home;
+	t->name = *name;
+	t->token = make_token();
+	t->lock_timeout_ms = 10000;
+	*out = t;
+	return DM_OK;
+}
+
+static int
+check_memnodes_connected(dm_tree *t)
+{
+	for (int i = 0; i < t->nmemnodes; i++)
+	{
+		int			found = 0;
+
+		for (int j = 0; j < dm_client_nnodes(t->c); j++)
+		{
+			dm_node_info ni;
+
+			if (dm_client_node_info(t->c, j, &ni) == DM_OK && ni.node_id == t->memnodes[i])
+				found = 1;
+		}
+		if (!found)
+			return dm_tree_fail(t, DM_ERR_NOTFOUND, "tree uses memnode id %u, which this client is not connected to",
+								t->memnodes[i]);
+		t->slabs[i].memnode = t->memnodes[i];
+	}
+	return DM_OK;
+}
+
+static void
+set_geometry(dm_tree *t, uint32_t node_size)
+{
+	t->node_size = node_size;
+	t->leaf_cap = dm_leaf_cap(node_size);
+	t->inner_cap = dm_inner_cap(node_size);
+}
+
+int
+dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
+				   const dm_tree_opts *opts, dm_tree **out)
+{
+	dm_tree_opts o = opts ? *opts : (dm_tree_opts) {0};
+	dm_tree    *t;
+	uint64_t	meta[1 + DM_TREE_META_WORDS];
+	uint8_t    *buf;
+	dm_gaddr	root;
+	uint64_t	old;
+	int			rc, home_in = 0;
+
+	*out = NULL;
+	if (o.node_size == 0)
+		o.node_size = 1024;
+	if (o.placement_level == 0)
+		o.placement_level = 1;
+	if (o.nmemnodes == 0)
+	{
+		o.nmemnodes = 1;
+		o.memnodes[0] = home;
+	}
+	if (!valid_node_size(o.node_size) || o.placement_level < 0 || o.placement_level > 8 ||
+		o.nmemnodes < 0 || o.nmemnodes > DM_TREE_MAX_MEMNODES || o.lock_timeout_ms < 0)
+		return DM_ERR_INVALID;
+	for (int i = 0; i < o.nmemnodes; i++)
+	{
+		home_in |= o.memnodes[i] == home;
+		for (int j = 0; j < i; j++)
+			if (o.memnodes[i] == o.memnodes[j])
+				return DM_ERR_INVALID;
+	}
+	if (!home_in)
+		return DM_ERR_INVALID;
+
+	if ((rc = setup_handle(c, home, name, &t)) != DM_OK)
+		return rc;
+	set_geometry(t, o.node_size);
+	t->placement_level = o.placement_level;
+	t->nmemnodes = o.nmemnodes;
+	memcpy(t->memnodes, o.memnodes, sizeof(t->memnodes));
+	if (o.lock_timeout_ms > 0)
+		t->lock_timeout_ms = o.lock_timeout_ms;
+	if ((rc = check_memnodes_connected(t)) != DM_OK)
+		goto fail;
+	if ((rc = dm_tree_create(c, home, name, &t->info)) != DM_OK)
+	{
+		dm_tree_fail(t, rc, "%s", dm_client_error(c));
+		goto fail;
+	}
+
+	/* metadata first, root last: a reader that sees a root sees valid metadata */
+	memset(meta, 0, sizeof(meta));
+	meta[1] = (DM_TREE_META_MAGIC << 32) | ((uint64_t) DM_TREE_FORMAT << 16) |
+		((uint64_t) __builtin_ctz(o.node_size) << 8) | (uint64_t) o.placement_level;
+	meta[2] = (uint64_t) o.nmemnodes;
+	for (int i = 0; i < o.nmemnodes; i++)
+		meta[3 + i / 4] |= (uint64_t) o.memnodes[i] << (16 * (i % 4));
+	if ((rc = dm_write(c, t->info.meta_addr, &meta[1], DM_TREE_META_WORDS * 8)) != DM_OK)
+		goto fail_drop;
+
+	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
+	{
+		rc = DM_ERR_NOMEM;
+		goto fail_drop;
+	}
+	dm_node_init(buf, t->node_size, 0, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
+	dm_node_seal(buf);
+	rc = dm_node_alloc(t, home, &root);
+	if (rc == DM_OK)
+		rc = dm_write(c, root, buf, dm_node_used_bytes(buf));
+	free(buf);
+	if (rc == DM_OK)
+		rc = dm_cas(c, t->info.root_addr, 0, root, &old);
+	if (rc == DM_OK && old != 0)
+		rc = DM_ERR_EXISTS;
+	if (rc != DM_OK)
+		goto fail_drop;
+	t->root = root;
+	*out = t;
+	return DM_OK;
+
+fail_drop:
+	if (t->err[0] == '\0')
+		dm_tree_fail(t, rc, "%s", dm_client_error(c));
+	dm_tree_drop(c, home, name, NULL);
+fail:
+	free(t);
+	return rc;
+}
+
+int
+dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_tree **out)
+{
+	dm_tree    *t;
+	uint64_t	words[1 + DM_TREE_META_WORDS];
+	int			rc;
+	uint32_t	size_log2;
+
+	*out = NULL;
+	if ((rc = setup_handle(c, home, name, &t)) != DM_OK)
+		return rc;
+	if ((rc = dm_tree_open(c, home, name, &t->info)) != DM_OK ||
+		(rc = dm_read(c, t->info.root_addr, words, sizeof(words))) != DM_OK)
+	{
+		free(t);
+		return rc;
+	}
+	size_log2 = (uint32_t) (words[1] >> 8) & 0xFF;
+	if ((words[1] >> 32) != DM_TREE_META_MAGIC || ((words[1] >> 16) & 0xFFFF) != DM_TREE_FORMAT ||
+		size_log2 < 8 || size_log2 > 12 || words[2] == 0 || words[2] > DM_TREE_MAX_MEMNODES ||
+		words[0] == 0)
+	{
+		free(t);
+		return DM_ERR_CORRUPT;
+	}
+	set_geometry(t, 1u << size_log2);
+	t->placement_level = (int) (words[1] & 0xFF);
+	t->nmemnodes = (int) words[2];
+	for (int i = 0; i < t->nmemnodes; i++)
+		t->memnodes[i] = (uint16_t) (words[3 + i / 4] >> (16 * (i % 4)));
+	if ((rc = check_memnodes_connected(t)) != DM_OK)
+	{
+		free(t);
+		return rc;
+	}
+	t->root = words[0];
+	*out = t;
+	return DM_OK;
+}
+
+void
+dm_tree_close(dm_tree *t)
+{
+	free(t);
+}
+
+int
+dm_tree_destroy(dm_tree *t)
+{
+	int			rc;
+
+	/* other memnodes first: if one fails, the catalog entry remains for a retry */
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->memnodes[i] != t->home &&
+			(rc = dm_chunk_free_owner(t->c, t->memnodes[i], t->info.tree_id, NULL)) != DM_OK)
+			return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if ((rc = dm_tree_drop(t->c, t->home, &t->name, NULL)) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	free(t);
+	return DM_OK;
+}
+
+uint32_t
+dm_tree_node_size(const dm_tree *t)
+{
+	return t->node_size;
+}
+
+uint64_t
+dm_tree_id(const dm_tree *t)
+{
+	return t->info.tree_id;
+}
+
+void
+dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out)
+{
+	*out = t->ctr;
+}
+
+const char *
+dm_tree_error(const dm_tree *t)
+{
+	return t->err;
+}
+
+/* ---- descent ------------------------------------------------------------------ */
+
+/*
+ * Shared by descend (node covering e) and descend_before (leaf holding the
+ * greatest entry < e): `before` shifts every fence comparison by one so
+ * that an entry equal to a fence belongs to the node on its left.
+ *
+ * The cached root may be stale (the root grew): if e lies right of it, or
+ * the tree is not yet as tall as `level` (a concurrent root split whose new
+ * root is not installed yet), the root word is read again, with backoff.
+ */
+static int
+descend_impl(dm_tree *t, dm_entry e, int level, int before, dm_gaddr *out_addr, void *buf)
+{
+	int			rc;
+
+	for (int restarts = 0; restarts < MAX_RESTARTS; restarts++)
+	{
+		dm_gaddr	addr = t->root;
+		int			fresh = 0;
+		int			top = 1;
+
+		if (restarts > 0)
+		{
+			t->ctr.restarts++;
+			if (restarts > 4)
+			{
+				struct timespec ts = {0, restarts < 64 ? 1000 : 100000};
+
+				nanosleep(&ts, NULL);
+			}
+		}
+		if (addr == 0)
+		{
+			if ((rc = dm_tree_read_root(t, &addr)) != DM_OK)
+				return rc;
+			fresh = 1;
+		}
+		if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+			return rc;
+		for (;;)
+		{
+			dm_node_hdr *h = NODE_HDR(buf);
+			int			at_min = dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0;
+			int			at_inf = dm_entry_cmp(h->high, DM_ENTRY_INF) == 0;
+			int			left_of_low = before ? !at_min && dm_entry_cmp(e, h->low) <= 0
+				: dm_entry_cmp(e, h->low) < 0;
+			int			right_of_high = !at_inf &&
+				(before ? dm_entry_cmp(e, h->high) > 0 : dm_entry_cmp(e, h->high) >= 0);
+
+			if ((h->flags & DM_NODE_DEAD) || left_of_low || h->level < level)
+				break;			/* stale: start over from the root word */
+			if (right_of_high)
+			{
+				dm_gaddr	right = h->right;
+
+				if (top && !fresh)
+					break;		/* the cached root is no longer the root */
+				if (right == 0)
+					return dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
+										(unsigned long long) addr);
+				if ((rc = dm_node_read(t, right, buf)) != DM_OK)
+					return rc;
+				addr = right;
+				continue;
+			}
+			if (h->level == level)
+			{
+				*out_addr = addr;
+				return DM_OK;
+			}
+			else
+			{
+				int			i = dm_inner_child_index(buf, e);
+				int			want = h->level - 1;
+				dm_gaddr	child;
+
+				/* before: the child holding entries < e has the last sep < e */
+				while (before && i > 0 && dm_entry_cmp(INNER_ENTS(buf)[i].sep, e) >= 0)
+					i--;
+				child = INNER_ENTS(buf)[i].child;
+				if ((rc = dm_node_read(t, child, buf)) != DM_OK)
+					return rc;
+				addr = child;
+				top = 0;
+				if (NODE_HDR(buf)->level != want)
+					break;
+			}
+		}
+		t->root = 0;
+	}
+	return dm_tree_fail(t, DM_ERR_CORRUPT, "descent did not converge after %d restarts", MAX_RESTARTS);
+}
+
+int
+dm_tree_descend(dm_tree *t, dm_entry e, int level, dm_gaddr *addr, void *buf)
+{
+	return descend_impl(t, e, level, 0, addr, buf);
+}
+
+int
+dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf)
+{
+	return descend_impl(t, e, 0, 1, addr, buf);
+}
+
+/* ---- writes -------------------------------------------------------------------- */
+
+static int
+entry_valid(dm_entry e)
+{
+	if (dm_entry_cmp(e, DM_ENTRY_INF) == 0)
+		return 0;
+	/* a NULL-key entry is exactly what dm_entry_null() makes */
+	return !(e.tid & DM_TID_NULL) || e.key == UINT64_MAX;
+}
+
+/*
+ * Lock the node at `level` covering e (moving right past concurrent splits).
+ * Returns with the node locked and its copy in buf.
+ */
+static int
+lock_covering(dm_tree *t, int level, dm_entry e, dm_gaddr *out, void *buf)
+{
+	dm_gaddr	addr;
+	int			rc;
+
+	for (int attempt = 0; attempt < MAX_RESTARTS; attempt++)
+	{
+		if ((rc = dm_tree_descend(t, e, level, &addr, buf)) != DM_OK)
+			return rc;
+		if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+			return rc;
+		for (;;)
+		{
+			dm_node_hdr *h = NODE_HDR(buf);
+			dm_gaddr	right = h->right;
+
+			if ((h->flags & DM_NODE_DEAD) || h->level != level || dm_entry_cmp(e, h->low) < 0)
+				break;			/* changed under us before we locked it: descend again */
+			if (dm_node_covers(buf, e))
+			{
+				*out = addr;
+				return DM_OK;
+			}
+			/* split after our descent read it: the entry moved right */
+			if ((rc = dm_node_unlock(t, addr)) != DM_OK)
+				return rc;
+			if (right == 0)
+				return dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
+									(unsigned long long) addr);
+			addr = right;
+			if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+				return rc;
+		}
+		if ((rc = dm_node_unlock(t, addr)) != DM_OK)
+			return rc;
+		t->root = 0;
+	}
+	return dm_tree_fail(t, DM_ERR_CORRUPT, "could not lock the node covering an entry");
+}
+
+/*
+ * Apply a sorted batch of items at one level: leaf entries (child = 0) or
+ * separators with their child.  del = 1 removes leaf entries instead.
+ * *changed counts items inserted or removed.
+ */
+static int
+level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, int *changed)
+{
+	int			cap = level == 0 ? t->leaf_cap : t->inner_cap;
+	size_t		esz = level == 0 ? sizeof(dm_entry) : sizeof(dm_inner_ent);
+	uint8_t    *buf = aligned_alloc(8, t->node_size);
+	uint8_t    *rbuf = aligned_alloc(8, t->node_size);
+	dm_inner_ent *merged = malloc(sizeof(dm_inner_ent) * (size_t) cap * 2);
+	int			rc = DM_OK;
+	int			i = 0;
+
+	if (!buf || !rbuf || !merged)
+	{
+		rc = dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	while (i < n)
+	{
+		dm_gaddr	addr;
+		dm_node_hdr *h = NODE_HDR(buf);
+		int			j = i, m = 0, added = 0, k = 0;
+		int			count;
+
+		if ((rc = lock_covering(t, level, items[i].sep, &addr, buf)) != DM_OK)
+			goto out;
+		count = h->count;
+		/* the items this node covers, at most cap per round so one split suffices */
+		while (j < n && j - i < cap && dm_node_covers(buf, items[j].sep))
+			j++;
+
+		if (del)
+		{
+			dm_entry   *ents = LEAF_ENTS(buf);
+			int			removed = 0;
+
+			for (int x = i; x < j; x++)
+			{
+				int			p = dm_leaf_lower_bound(buf, items[x].sep);
+
+				if (p < h->count && dm_entry_cmp(ents[p], items[x].sep) == 0)
+				{
+					memmove(&ents[p], &ents[p + 1], (size_t) (h->count - p - 1) * sizeof(dm_entry));
+					h->count--;
+					removed++;
+				}
+			}
+			rc = removed ? dm_node_write_unlock(t, addr, buf, 0, NULL, NULL) : dm_node_unlock(t, addr);
+			if (rc != DM_OK)
+				goto out;
+			if (changed)
+				*changed += removed;
+			i = j;
+			continue;
+		}
+
+		/* merge the node's entries with items[i..j), dropping duplicates */
+		for (int x = i; k < count || x < j;)
+		{
+			dm_inner_ent cur;
+
+			if (level == 0 && k < count)
+				cur.sep = LEAF_ENTS(buf)[k], cur.child = 0;
+			else if (k < count)
+				cur = INNER_ENTS(buf)[k];
+			if (x < j && (k >= count || dm_entry_cmp(items[x].sep, cur.sep) < 0))
+			{
+				merged[m++] = items[x++];
+				added++;
+				continue;
+			}
+			if (x < j && dm_entry_cmp(items[x].sep, cur.sep) == 0)
+				x++;			/* already present: inserting it again changes nothing */
+			merged[m++] = cur;
+			k++;
+		}
+		if (changed)
+			*changed += added;
+		if (added == 0)
+		{
+			if ((rc = dm_node_unlock(t, addr)) != DM_OK)
+				goto out;
+			i = j;
+			continue;
+		}
+		if (m <= cap)
+		{
+			for (int x = 0; x < m; x++)
+			{
+				if (level == 0)
+					LEAF_ENTS(buf)[x] = merged[x].sep;
+				else
+					INNER_ENTS(buf)[x] = merged[x];
+			}
+			h->count = (uint16_t) m;
+			if ((rc = dm_node_write_unlock(t, addr, buf, 0, NULL, NULL)) != DM_OK)
+				goto out;
+			i = j;
+			continue;
+		}
+
+		/* split: the upper half goes to a new right node */
+		{
+			int			half = m / 2;
+			int			was_root = dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0 &&
+				dm_entry_cmp(h->high, DM_ENTRY_INF) == 0;
+			dm_node_hdr *rh = NODE_HDR(rbuf);
+			dm_gaddr	raddr;
+			dm_inner_ent up;
+			uint16_t	mn = dm_tree_place(t, level, dm_gaddr_node(addr));
+
+			if ((rc = dm_node_alloc(t, mn, &raddr)) != DM_OK)
+			{
+				dm_node_unlock(t, addr);
+				goto out;
+			}
+			dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
+			rh->right = h->right;
+			rh->left = addr;
+			for (int x = half; x < m; x++)
+			{
+				if (level == 0)
+					LEAF_ENTS(rbuf)[x - half] = merged[x].sep;
+				else
+					INNER_ENTS(rbuf)[x - half] = merged[x];
+			}
+			rh->count = (uint16_t) (m - half);
+			for (int x = 0; x < half; x++)
+			{
+				if (level == 0)
+					LEAF_ENTS(buf)[x] = merged[x].sep;
+				else
+					INNER_ENTS(buf)[x] = merged[x];
+			}
+			h->count = (uint16_t) half;
+			h->high = rh->low;
+			h->right = raddr;
+			(void) esz;
+			if ((rc = dm_node_write_unlock(t, addr, buf, 1, &raddr, (uint8_t *const *) &rbuf)) != DM_OK)
+				goto out;
+			t->ctr.splits++;
+			up.sep = rh->low;
+			up.child = raddr;
+
+			if (was_root)
+			{
+				/* a new root above the old one and its new sibling, installed by CAS */
+				dm_gaddr	naddr;
+				uint64_t	old;
+				dm_node_hdr *nh = NODE_HDR(rbuf);
+
+				if ((rc = dm_node_alloc(t, dm_tree_place(t, level + 1, dm_gaddr_node(addr)), &naddr)) != DM_OK)
+					goto out;
+				dm_node_init(rbuf, t->node_size, level + 1, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
+				INNER_ENTS(rbuf)[0].sep = DM_ENTRY_MIN;
+				INNER_ENTS(rbuf)[0].child = addr;
+				INNER_ENTS(rbuf)[1] = up;
+				nh->count = 2;
+				dm_node_seal(rbuf);
+				if ((rc = dm_write(t->c, naddr, rbuf, dm_node_used_bytes(rbuf))) != DM_OK ||
+					(rc = dm_cas(t->c, t->info.root_addr, addr, naddr, &old)) != DM_OK)
+				{
+					rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+					goto out;
+				}
+				if (old == addr)
+				{
+					t->root = naddr;
+					t->ctr.root_grows++;
+					i = j;
+					continue;
+				}
+				/* the root word had moved on (cannot happen for a live root): fall back */
+			}
+			if ((rc = level_apply(t, level + 1, &up, 1, 0, NULL)) != DM_OK)
+				goto out;
+		}
+		i = j;
+	}
+out:
+	free(buf);
+	free(rbuf);
+	free(merged);
+	return rc;
+}
+
+static int
+apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
+{
+	dm_inner_ent *items;
+	int			rc;
+
+	if (changed)
+		*changed = 0;
+	if (n < 0)
+		return DM_ERR_INVALID;
+	if (n == 0)
+		return DM_OK;
+	for (int i = 0; i < n; i++)
+		if (!entry_valid(e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
+			return dm_tree_fail(t, DM_ERR_INVALID, "entries must be valid and strictly ascending (at %d)", i);
+	if ((items = malloc(sizeof(*items) * (size_t) n)) == NULL)
+		return DM_ERR_NOMEM;
+	for (int i = 0; i < n; i++)
+	{
+		items[i].sep = e[i];
+		items[i].child = 0;
+	}
+	rc = level_apply(t, 0, items, n, del, changed);
+	free(items);
+	return rc;
+}
+
+int
+dm_tree_insert_sorted(dm_tree *t, const dm_entry *e, int n, int *changed)
+{
+	return apply_entries(t, e, n, 0, changed);
+}
+
+int
+dm_tree_delete_sorted(dm_tree *t, const dm_entry *e, int n, int *changed)
+{
+	return apply_entries(t, e, n, 1, changed);
+}
+
+int
+dm_tree_insert(dm_tree *t, dm_entry e, int *existed)
+{
+	int			changed = 0;
+	int			rc = apply_entries(t, &e, 1, 0, &changed);
+
+	if (rc == DM_OK && existed)
+		*existed = changed == 0;
+	return rc;
+}
+
+int
+dm_tree_delete(dm_tree *t, dm_entry e, int *existed)
+{
+	int			changed = 0;
+	int			rc = apply_entries(t, &e, 1, 1, &changed);
+
+	if (rc == DM_OK && existed)
+		*existed = changed != 0;
+	return rc;
+}
+
+int
+dm_tree_contains(dm_tree *t, dm_entry e, int *found)
+{
+	uint8_t    *buf = aligned_alloc(8, t->node_size);
+	dm_gaddr	addr;
+	int			rc;
+
+	*found = 0;
+	if (buf == NULL)
+		return DM_ERR_NOMEM;
+	rc = dm_tree_descend(t, e, 0, &addr, buf);
+	if (rc == DM_OK)
+	{
+		int			p = dm_leaf_lower_bound(buf, e);
+
+		*found = p < NODE_HDR(buf)->count && dm_entry_cmp(LEAF_ENTS(buf)[p], e) == 0;
+	}
+	free(buf);
+	return rc;
+}

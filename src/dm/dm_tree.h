@@ -1,0 +1,230 @@
+/*
+ * dm_tree.h — the remote B-link tree: an ordered set of (key, tid) entries
+ * kept in fixed-size nodes in memory-node memory, read and written with
+ * one-sided operations (DESIGN.md §5; Sherman/CHIME node protocol; the
+ * NAM-tree paper's one-sided B-link tree).
+ *
+ * Node layout (node_size N = 256..4096, a power of two; little-endian):
+ *
+ *   0   lock      u64  0 = free, else the holder's token (CAS to take)
+ *   8   version   u64  +1 on every write of the node
+ *   16  checksum  u64  hash of bytes [8,16) and [24, 88 + count * entry size)
+ *   24  magic     u16  DM_NODE_MAGIC
+ *   26  level     u8   0 = leaf
+ *   27  flags     u8   reserved (0)
+ *   28  count     u16  entries (leaf) or children (inner)
+ *   30  size_log2 u8   log2(N)
+ *   31  pad       u8
+ *   32  tree_tag  u64  the tree's id: a pointer into another tree's node fails
+ *   40  right     u64  global address of the right sibling (0 = rightmost)
+ *   48  left      u64  left sibling: a hint, validated by fences on use
+ *   56  low fence  (key u64, tid u64)  inclusive
+ *   72  high fence (key u64, tid u64)  exclusive; (MAX, MAX) = +infinity
+ *   88  entries: leaf  (key u64, tid u64), 16 bytes, strictly ascending
+ *                inner (sep key u64, sep tid u64, child u64), 24 bytes;
+ *                child i holds [sep i, sep i+1); sep 0 = the node's low fence
+ *
+ * Validation.  Writers hold the lock while they write; readers take no
+ * lock and accept a node only if its magic, size, tree tag, count and
+ * checksum agree (RDMA/CXL give 8-byte atomicity only, so a concurrent
+ * write can tear a read; the checksum catches it).  Fences make half-
+ * finished splits safe: a key at or beyond a node's high fence is looked for
+ * to the right.  A node that fails validation DM_TREE_READ_RETRIES times is
+ * reported as DM_ERR_CORRUPT.
+ *
+ * Keys.  Entries order by (key, tid) as unsigned integers and are unique as
+ * pairs.  A NULL key is stored as key = UINT64_MAX with DM_TID_NULL set in
+ * the tid, so NULLs sort after every value; tids use at most 62 bits.
+ */
+#ifndef DM_TREE_H
+#define DM_TREE_H
+
+#include "dm_client.h"
+
+typedef struct dm_entry
+{
+	uint64_t	key;
+	uint64_t	tid;
+} dm_entry;
+
+#define DM_TID_NULL		(UINT64_C(1) << 63)	/* marks an entry with a NULL key */
+#define DM_TID_MAX		(DM_TID_NULL - 1)	/* largest tid of a non-NULL entry */
+#define DM_NODE_MAGIC	0xB71E
+#define DM_NODE_HEADER	88
+#define DM_NODE_MIN		256
+#define DM_NODE_MAX		4096
+#define DM_TREE_MAX_MEMNODES 20
+#define DM_TREE_READ_RETRIES 2000
+
+static inline dm_entry
+dm_entry_make(uint64_t key, uint64_t tid)
+{
+	dm_entry	e = {key, tid};
+
+	return e;
+}
+
+static inline dm_entry
+dm_entry_null(uint64_t tid)
+{
+	dm_entry	e = {UINT64_MAX, tid | DM_TID_NULL};
+
+	return e;
+}
+
+static inline int
+dm_entry_is_null(dm_entry e)
+{
+	return (e.tid & DM_TID_NULL) != 0;
+}
+
+static inline int
+dm_entry_cmp(dm_entry a, dm_entry b)
+{
+	if (a.key != b.key)
+		return a.key < b.key ? -1 : 1;
+	if (a.tid != b.tid)
+		return a.tid < b.tid ? -1 : 1;
+	return 0;
+}
+
+/* Smallest and largest possible entries (fences of the whole key space). */
+#define DM_ENTRY_MIN ((dm_entry) {0, 0})
+#define DM_ENTRY_INF ((dm_entry) {UINT64_MAX, UINT64_MAX})
+
+typedef struct dm_tree dm_tree;
+
+typedef struct dm_tree_opts
+{
+	uint32_t	node_size;		/* 0 = 1024 */
+	int			placement_level;	/* M: subtrees rooted at level M live on one memnode; 0 = 1 */
+	int			nmemnodes;		/* memnodes to spread over; 0 = just the home memnode */
+	uint16_t	memnodes[DM_TREE_MAX_MEMNODES];
+	int			lock_timeout_ms;	/* a lock held longer is taken over (holder died); 0 = 10000 */
+} dm_tree_opts;
+
+/*
+ * Create a tree on home (its catalog entry and root live there), or open
+ * one.  The client must already be connected to every memnode involved.
+ */
+extern int	dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
+							   const dm_tree_opts *opts, dm_tree **out);
+extern int	dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name,
+								  dm_tree **out);
+extern void dm_tree_close(dm_tree *t);	/* local only */
+/* Free everything the tree has on every memnode and its catalog entry. */
+extern int	dm_tree_destroy(dm_tree *t);
+
+extern uint32_t dm_tree_node_size(const dm_tree *t);
+extern uint64_t dm_tree_id(const dm_tree *t);
+
+/* Single-entry operations.  *existed (may be NULL) tells whether it was there. */
+extern int	dm_tree_insert(dm_tree *t, dm_entry e, int *existed);
+extern int	dm_tree_delete(dm_tree *t, dm_entry e, int *existed);
+/*
+ * Exact lookup: the tids of key, in order; *n is how many there are (only
+ * the first max are stored).  NULL keys: iterate DM_RANGE_NULLS instead.
+ */
+extern int	dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
+extern int	dm_tree_contains(dm_tree *t, dm_entry e, int *found);
+
+/*
+ * Batches of sorted, distinct entries: each leaf is locked and written once
+ * for all its entries (splitting as needed).  *changed (may be NULL) counts
+ * entries actually inserted / removed.
+ */
+extern int	dm_tree_insert_sorted(dm_tree *t, const dm_entry *e, int n, int *changed);
+extern int	dm_tree_delete_sorted(dm_tree *t, const dm_entry *e, int n, int *changed);
+
+/*
+ * Bulk load into an empty tree, bottom-up, from entries given in strictly
+ * ascending order (in as many dm_tree_bulk_add calls as you like).  Nodes
+ * are filled to fillfactor percent (10..100) and written many per round
+ * trip; level-M subtrees are spread round-robin over the tree's memnodes.
+ */
+typedef struct dm_bulk dm_bulk;
+extern int	dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out);
+extern int	dm_bulk_add(dm_bulk *b, const dm_entry *e, int n);
+extern int	dm_bulk_finish(dm_bulk *b);	/* installs the tree; frees b */
+extern void dm_bulk_abort(dm_bulk *b);
+
+/*
+ * Range iteration over entries between two bounds, forward or backward.
+ * Bounds are entries; incl says whether an entry equal to the bound is in
+ * range.  Use DM_ENTRY_MIN / DM_ENTRY_INF for open ends, and the helpers
+ * below to turn key bounds into entry bounds.  The iterator keeps a copy of
+ * the current leaf (like nbtree's BTScanPosData) and survives concurrent
+ * splits and deletes: it never returns an entry twice or out of order, and
+ * never misses one that was present for the whole scan.
+ */
+typedef struct dm_iter dm_iter;
+typedef struct dm_range
+{
+	dm_entry	lo;
+	int			lo_incl;
+	dm_entry	hi;
+	int			hi_incl;
+	int			backward;
+} dm_range;
+
+extern int	dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out);
+/* 1 = *e is the next entry, 0 = end of range, else -dm_status. */
+extern int	dm_iter_next(dm_iter *it, dm_entry *e);
+extern void dm_iter_close(dm_iter *it);
+
+/* Entry bounds for key bounds: keys >= k (incl) or > k, keys <= k or < k. */
+static inline dm_entry
+dm_key_lo(uint64_t key, int incl)
+{
+	return incl ? dm_entry_make(key, 0) : dm_entry_make(key, DM_TID_MAX);
+}
+static inline dm_entry
+dm_key_hi(uint64_t key, int incl)
+{
+	return incl ? dm_entry_make(key, DM_TID_MAX) : dm_entry_make(key, 0);
+}
+/* For key bounds use lo_incl = 1 with dm_key_lo(k, 1), lo_incl = 0 with dm_key_lo(k, 0), etc. */
+
+/* Range over all NULL entries. */
+#define DM_RANGE_NULLS(bw) ((dm_range) {{UINT64_MAX, DM_TID_NULL}, 1, DM_ENTRY_INF, 0, (bw)})
+
+/* Shape and occupancy. */
+typedef struct dm_tree_stats
+{
+	int			height;
+	uint64_t	nodes[16];		/* by level */
+	uint64_t	entries;		/* leaf entries */
+	uint64_t	inner_entries;
+	double		leaf_fill;		/* entries / (leaves * leaf capacity) */
+	uint64_t	remote_bytes;	/* nodes * node size */
+	uint64_t	nodes_by_memnode[DM_TREE_MAX_MEMNODES];
+} dm_tree_stats;
+extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
+
+/*
+ * Verify every invariant: each node validates (checksum), entries strictly
+ * ascending inside fences, sibling chains consistent (next.low == prev.high,
+ * first low = MIN, last high = INF), children one level below with fences
+ * matching their separators, and level-M subtrees on one memnode.  On
+ * failure returns DM_ERR_CORRUPT and describes the first problem in msg.
+ * *entries (may be NULL) receives the number of leaf entries.
+ */
+extern int	dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msglen);
+
+/* Counters of this handle (on top of the client's transport counters). */
+typedef struct dm_tree_counters
+{
+	uint64_t	node_reads;
+	uint64_t	read_retries;	/* validation failures (torn or locked) */
+	uint64_t	lock_retries;
+	uint64_t	lock_takeovers;
+	uint64_t	splits;
+	uint64_t	root_grows;
+	uint64_t	restarts;		/* descents restarted from the root */
+} dm_tree_counters;
+extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
+
+/* The description of the last error of this handle. */
+extern const char *dm_tree_error(const dm_tree *t);
+
+#endif							/* DM_TREE_H */

@@ -1,0 +1,271 @@
+/*
+ * dm_tree_io.c — remote I/O on tree nodes: validated optimistic reads,
+ * lock acquisition (CAS and read in one round trip), write-and-unlock (one
+ * round trip), node allocation from slabs, and placement of new nodes.
+ */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dm_tree_int.h"
+
+int
+dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->err, sizeof(t->err), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+/* Back off after the k-th failed attempt: spin, then yield, then sleep. */
+static void
+backoff(int k)
+{
+	if (k < 4)
+		return;
+	if (k < 64)
+	{
+		sched_yield();
+		return;
+	}
+	{
+		struct timespec ts = {0, (k < 512 ? 20 : 200) * 1000};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int
+transport_error(dm_tree *t, int rc)
+{
+	return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+}
+
+int
+dm_tree_read_root(dm_tree *t, dm_gaddr *root)
+{
+	int			rc = dm_read(t->c, t->info.root_addr, root, sizeof(*root));
+
+	if (rc != DM_OK)
+		return transport_error(t, rc);
+	if (*root == 0)
+		return dm_tree_fail(t, DM_ERR_CORRUPT, "tree has no root");
+	t->root = *root;
+	return DM_OK;
+}
+
+int
+dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
+{
+	if (addr == 0 || (addr & DM_GADDR_RESERVED_BIT))
+		return dm_tree_fail(t, DM_ERR_CORRUPT, "tree points to invalid address 0x%llx",
+							(unsigned long long) addr);
+	for (int k = 0; k < DM_TREE_READ_RETRIES; k++)
+	{
+		int			rc = dm_read(t->c, addr, buf, t->node_size);
+
+		if (rc != DM_OK)
+			return transport_error(t, rc);
+		t->ctr.node_reads++;
+		if (dm_node_valid(buf, t->node_size, t->info.tree_id))
+			return DM_OK;
+		t->ctr.read_retries++;
+		backoff(k);
+	}
+	return dm_tree_fail(t, DM_ERR_CORRUPT,
+						"node at 0x%llx failed validation %d times (magic, checksum or tree tag)",
+						(unsigned long long) addr, DM_TREE_READ_RETRIES);
+}
+
+int
+dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs)
+{
+	dm_op		ops[64];
+
+	for (int base = 0; base < n; base += 64)
+	{
+		int			m = n - base < 64 ? n - base : 64;
+		int			rc;
+
+		for (int i = 0; i < m; i++)
+		{
+			if (addrs[base + i] == 0 || (addrs[base + i] & DM_GADDR_RESERVED_BIT))
+				return dm_tree_fail(t, DM_ERR_CORRUPT, "tree points to invalid address 0x%llx",
+									(unsigned long long) addrs[base + i]);
+			dm_op_read(&ops[i], addrs[base + i], bufs + (size_t) (base + i) * t->node_size, t->node_size);
+		}
+		if ((rc = dm_post(t->c, ops, m, NULL)) != DM_OK)
+			return transport_error(t, rc);
+		t->ctr.node_reads += (uint64_t) m;
+		for (int i = 0; i < m; i++)
+		{
+			uint8_t    *b = bufs + (size_t) (base + i) * t->node_size;
+
+			if (!dm_node_valid(b, t->node_size, t->info.tree_id))
+			{
+				t->ctr.read_retries++;
+				if ((rc = dm_node_read(t, addrs[base + i], b)) != DM_OK)
+					return rc;
+			}
+		}
+	}
+	return DM_OK;
+}
+
+int
+dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
+{
+	uint64_t	seen = 0;
+	uint64_t	seen_since = 0;
+
+	for (int k = 0;; k++)
+	{
+		dm_op		ops[2];
+		int			rc;
+
+		/* CAS then READ in one batch: executed in order, so the copy we get is post-lock */
+		dm_op_atomic(&ops[0], DM_OP_CAS, addr, 0, t->token);
+		dm_op_read(&ops[1], addr, buf, t->node_size);
+		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+			return transport_error(t, rc);
+		t->ctr.node_reads++;
+		if (ops[0].result == 0)
+		{
+			if (dm_node_valid(buf, t->node_size, t->info.tree_id))
+				return DM_OK;
+			/* nobody writes a node we hold: it is damaged (e.g. a writer died mid-write) */
+			dm_node_unlock(t, addr);
+			return dm_tree_fail(t, DM_ERR_CORRUPT, "locked node at 0x%llx does not validate",
+								(unsigned long long) addr);
+		}
+		t->ctr.lock_retries++;
+
+		/*
+		 * A holder that keeps the same lock value for lock_timeout has died
+		 * (a crashed backend): take the lock over.  Its write, if any, was
+		 * either applied whole or not at all (a batch executes whole), so
+		 * the node is consistent — validation checks that.
+		 */
+		if (ops[0].result != seen)
+		{
+			seen = ops[0].result;
+			seen_since = mono_ms();
+		}
+		else if (mono_ms() - seen_since > (uint64_t) t->lock_timeout_ms)
+		{
+			uint64_t	old;
+
+			if ((rc = dm_cas(t->c, addr, seen, t->token, &old)) != DM_OK)
+				return transport_error(t, rc);
+			if (old == seen)
+			{
+				t->ctr.lock_takeovers++;
+				if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+				{
+					dm_node_unlock(t, addr);
+					return rc;
+				}
+				return DM_OK;
+			}
+		}
+		backoff(k);
+	}
+}
+
+int
+dm_node_unlock(dm_tree *t, dm_gaddr addr)
+{
+	uint64_t	zero = 0;
+	int			rc = dm_write(t->c, addr, &zero, sizeof(zero));
+
+	return rc == DM_OK ? DM_OK : transport_error(t, rc);
+}
+
+int
+dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
+					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
+{
+	dm_op		ops[8];
+	int			n = 0;
+	uint64_t	zero = 0;
+	int			rc;
+
+	/*
+	 * New nodes must be in place before the node that makes them reachable.
+	 * Ops to one memnode execute in order, so a single batch suffices when
+	 * everything is on the locked node's memnode; otherwise post the new
+	 * nodes first.
+	 */
+	for (int i = 0; i < nnew; i++)
+	{
+		NODE_HDR(new_bufs[i])->lock = 0;
+		dm_node_seal(new_bufs[i]);
+		dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr))
+		{
+			if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
+				return transport_error(t, rc);
+			n = 0;
+		}
+	}
+	dm_node_seal(buf);
+	/* the body first (from byte 8: the lock word stays ours), then release */
+	dm_op_write(&ops[n++], addr + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
+	dm_op_write(&ops[n++], addr, &zero, 8);
+	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
+		return transport_error(t, rc);
+	return DM_OK;
+}
+
+int
+dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr)
+{
+	dm_slab    *s = NULL;
+
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->slabs[i].memnode == memnode)
+			s = &t->slabs[i];
+	if (s == NULL)
+		return dm_tree_fail(t, DM_ERR_INVALID, "memnode %u is not one of the tree's", memnode);
+	if (s->cur == 0 || s->cur + t->node_size > s->end)
+	{
+		/* small slabs: many backends each allocating must not strand whole chunks */
+		uint64_t	size = (uint64_t) t->node_size * 64;
+		dm_gaddr	slab;
+		int			rc;
+
+		if (size < 65536)
+			size = 65536;
+		if ((rc = dm_slab_alloc(t->c, memnode, t->info.tree_id, size, &slab)) != DM_OK)
+			return transport_error(t, rc);
+		s->cur = slab;
+		s->end = slab + size;
+	}
+	*addr = s->cur;
+	s->cur += t->node_size;
+	return DM_OK;
+}
+
+uint16_t
+dm_tree_place(dm_tree *t, int level, uint16_t from)
+{
+	/* at or below M a node stays with its subtree; above M spread round-robin */
+	if (level <= t->placement_level)
+		return from;
+	return t->memnodes[t->rr++ % (unsigned) t->nmemnodes];
+}

@@ -1,0 +1,285 @@
+/*
+ * dm_tree_scan.c — range iteration over the remote tree, forward and
+ * backward, and exact lookup built on it.
+ *
+ * Like nbtree's BTScanPosData, the iterator works on a private copy of one
+ * leaf.  Moving on reads the next leaf: to the right through the sibling
+ * pointer (a node's low fence never changes, so the right sibling's low
+ * fence must equal our copy's high fence), to the left through the left
+ * pointer, which is only a hint — if the node found there is not the
+ * immediate left neighbour (it split since), we walk right from it to the
+ * node whose high fence is our low fence, or descend afresh.  The last
+ * returned entry is remembered and anything not strictly beyond it is
+ * skipped, so an entry is never returned twice or out of order whatever
+ * splits happen meanwhile; an entry present for the whole scan is in one of
+ * the copies we read, so it is never missed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_tree_int.h"
+
+#define MAX_WALK 100000
+
+struct dm_iter
+{
+	dm_tree    *t;
+	dm_range	r;
+	uint8_t    *buf;			/* copy of the current leaf */
+	dm_gaddr	addr;			/* its address */
+	int			pos;			/* next index to look at */
+	int			have_last;
+	dm_entry	last;			/* last entry returned */
+	int			done;
+};
+
+/* e is at or past the far bound of the range, in the scan's direction */
+static int
+beyond_end(const dm_iter *it, dm_entry e)
+{
+	if (!it->r.backward)
+	{
+		int			c = dm_entry_cmp(e, it->r.hi);
+
+		return c > 0 || (c == 0 && !it->r.hi_incl);
+	}
+	else
+	{
+		int			c = dm_entry_cmp(e, it->r.lo);
+
+		return c < 0 || (c == 0 && !it->r.lo_incl);
+	}
+}
+
+/* e is before the near bound (not yet in range) */
+static int
+before_start(const dm_iter *it, dm_entry e)
+{
+	if (!it->r.backward)
+	{
+		int			c = dm_entry_cmp(e, it->r.lo);
+
+		return c < 0 || (c == 0 && !it->r.lo_incl);
+	}
+	else
+	{
+		int			c = dm_entry_cmp(e, it->r.hi);
+
+		return c > 0 || (c == 0 && !it->r.hi_incl);
+	}
+}
+
+int
+dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
+{
+	dm_iter    *it = calloc(1, sizeof(*it));
+	int			rc;
+
+	*out = NULL;
+	if (it == NULL || (it->buf = aligned_alloc(8, t->node_size)) == NULL)
+	{
+		free(it);
+		return DM_ERR_NOMEM;
+	}
+	it->t = t;
+	it->r = *r;
+	/* an empty range needs no remote access at all */
+	if (dm_entry_cmp(r->lo, r->hi) > 0 ||
+		(dm_entry_cmp(r->lo, r->hi) == 0 && !(r->lo_incl && r->hi_incl)))
+		it->done = 1;
+	else if (!r->backward)
+	{
+		if ((rc = dm_tree_descend(t, r->lo, 0, &it->addr, it->buf)) != DM_OK)
+			goto fail;
+		it->pos = dm_leaf_lower_bound(it->buf, r->lo);
+	}
+	else
+	{
+		if ((rc = dm_tree_descend(t, r->hi, 0, &it->addr, it->buf)) != DM_OK)
+			goto fail;
+		it->pos = dm_leaf_lower_bound(it->buf, r->hi);
+		/* the entry equal to hi, if any, is at pos: start there; else just before */
+		if (!(it->pos < NODE_HDR(it->buf)->count &&
+			  dm_entry_cmp(LEAF_ENTS(it->buf)[it->pos], r->hi) == 0))
+			it->pos--;
+	}
+	*out = it;
+	return DM_OK;
+fail:
+	free(it->buf);
+	free(it);
+	return rc;
+}
+
+void
+dm_iter_close(dm_iter *it)
+{
+	if (it == NULL)
+		return;
+	free(it->buf);
+	free(it);
+}
+
+/* Move to the right neighbour of the current leaf. */
+static int
+step_right(dm_iter *it)
+{
+	dm_tree    *t = it->t;
+	dm_entry	high = NODE_HDR(it->buf)->high;
+	dm_gaddr	right = NODE_HDR(it->buf)->right;
+	int			rc;
+
+	if (right == 0)
+		return dm_tree_fail(t, DM_ERR_CORRUPT, "leaf at 0x%llx has a high fence but no right sibling",
+							(unsigned long long) it->addr);
+	if ((rc = dm_node_read(t, right, it->buf)) != DM_OK)
+		return rc;
+	if (NODE_HDR(it->buf)->level != 0 || dm_entry_cmp(NODE_HDR(it->buf)->low, high) != 0)
+	{
+		/* not the neighbour we expected (memory reused?): find it from the root */
+		if ((rc = dm_tree_descend(t, high, 0, &right, it->buf)) != DM_OK)
+			return rc;
+	}
+	it->addr = right;
+	it->pos = 0;
+	return DM_OK;
+}
+
+/* Move to the left neighbour: the leaf whose high fence is our low fence. */
+static int
+step_left(dm_iter *it)
+{
+	dm_tree    *t = it->t;
+	dm_entry	low = NODE_HDR(it->buf)->low;
+	dm_gaddr	addr = NODE_HDR(it->buf)->left;
+	int			rc;
+
+	if (addr != 0)
+	{
+		if ((rc = dm_node_read(t, addr, it->buf)) != DM_OK)
+			return rc;
+		/* a stale hint points further left: its right siblings lead to our neighbour */
+		for (int k = 0; k < MAX_WALK; k++)
+		{
+			dm_node_hdr *h = NODE_HDR(it->buf);
+			dm_gaddr	right = h->right;
+
+			if (h->level != 0 || (h->flags & DM_NODE_DEAD) || dm_entry_cmp(h->low, low) >= 0)
+				break;			/* not a left neighbour at all */
+			if (dm_entry_cmp(h->high, low) == 0)
+			{
+				it->addr = addr;
+				it->pos = h->count - 1;
+				return DM_OK;
+			}
+			if (dm_entry_cmp(h->high, low) > 0 || right == 0)
+				break;
+			if ((rc = dm_node_read(t, right, it->buf)) != DM_OK)
+				return rc;
+			addr = right;
+		}
+	}
+	/* no usable hint: descend to the leaf holding the greatest entry < low */
+	if ((rc = dm_tree_descend_before(t, low, &it->addr, it->buf)) != DM_OK)
+		return rc;
+	it->pos = NODE_HDR(it->buf)->count - 1;
+	return DM_OK;
+}
+
+int
+dm_iter_next(dm_iter *it, dm_entry *out)
+{
+	while (!it->done)
+	{
+		dm_node_hdr *h = NODE_HDR(it->buf);
+		int			rc;
+
+		if (!it->r.backward)
+		{
+			while (it->pos < h->count)
+			{
+				dm_entry	e = LEAF_ENTS(it->buf)[it->pos++];
+
+				if ((it->have_last && dm_entry_cmp(e, it->last) <= 0) || before_start(it, e))
+					continue;
+				if (beyond_end(it, e))
+				{
+					it->done = 1;
+					return 0;
+				}
+				it->have_last = 1;
+				it->last = e;
+				*out = e;
+				return 1;
+			}
+			/* leaf exhausted: anything to the right is >= high */
+			if (dm_entry_cmp(h->high, DM_ENTRY_INF) == 0 || beyond_end(it, h->high))
+			{
+				it->done = 1;
+				return 0;
+			}
+			rc = step_right(it);
+		}
+		else
+		{
+			while (it->pos >= 0)
+			{
+				dm_entry	e;
+
+				if (it->pos >= h->count)
+				{
+					it->pos = h->count - 1;
+					continue;
+				}
+				e = LEAF_ENTS(it->buf)[it->pos--];
+				if ((it->have_last && dm_entry_cmp(e, it->last) >= 0) || before_start(it, e))
+					continue;
+				if (beyond_end(it, e))
+				{
+					it->done = 1;
+					return 0;
+				}
+				it->have_last = 1;
+				it->last = e;
+				*out = e;
+				return 1;
+			}
+			/* leaf exhausted: anything to the left is < low */
+			if (dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0 || dm_entry_cmp(h->low, it->r.lo) <= 0)
+			{
+				/* entries left of us are < low <= lo: none in range */
+				it->done = 1;
+				return 0;
+			}
+			rc = step_left(it);
+		}
+		if (rc != DM_OK)
+		{
+			it->done = 1;
+			return -rc;
+		}
+	}
+	return 0;
+}
+
+int
+dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
+{
+	dm_range	r = {dm_entry_make(key, 0), 1, dm_entry_make(key, DM_TID_MAX), 1, 0};
+	dm_iter    *it;
+	dm_entry	e;
+	int			rc;
+
+	*n = 0;
+	if ((rc = dm_iter_open(t, &r, &it)) != DM_OK)
+		return rc;
+	/* *n counts them all, so a caller whose array was too small can tell */
+	while ((rc = dm_iter_next(it, &e)) == 1)
+	{
+		if (*n < max)
+			tids[*n] = e.tid;
+		(*n)++;
+	}
+	dm_iter_close(it);
+	return rc == 0 ? DM_OK : -rc;
+}

@@ -1,0 +1,286 @@
+/*
+ * dm_tree_verify.c — walks the whole tree level by level, top down, and
+ * checks every invariant (dm_tree_verify) or gathers its shape
+ * (dm_tree_stats_get).  One walker serves both.
+ *
+ * A level is read in the order its parents list it (64 nodes per round
+ * trip).  Between two consecutive children the sibling chain may contain a
+ * node no parent lists yet — the right half of a split whose parent update
+ * has not happened (a process died in between): that is legal in a B-link
+ * tree and is followed and counted, not reported.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_tree_int.h"
+
+typedef struct walk
+{
+	dm_tree    *t;
+	dm_tree_stats *st;
+	char	   *msg;
+	size_t		msglen;
+	int			failed;
+	uint64_t	half_splits;
+} walk;
+
+static int
+problem(walk *w, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!w->failed && w->msg && w->msglen)
+	{
+		va_start(ap, fmt);
+		vsnprintf(w->msg, w->msglen, fmt, ap);
+		va_end(ap);
+	}
+	w->failed = 1;
+	return DM_ERR_CORRUPT;
+}
+
+/* The node's own invariants: ordering inside its fences, level, separators. */
+static int
+check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
+{
+	const dm_node_hdr *h = NODE_HDR(buf);
+	int			n = h->count;
+
+	if (h->level != level)
+		return problem(w, "node 0x%llx is at level %d, expected %d", (unsigned long long) addr, h->level, level);
+	if (h->flags & DM_NODE_DEAD)
+		return problem(w, "node 0x%llx is marked dead but still linked", (unsigned long long) addr);
+	if (dm_entry_cmp(h->low, h->high) >= 0)
+		return problem(w, "node 0x%llx has low fence >= high fence", (unsigned long long) addr);
+	if (level > 0 && n == 0)
+		return problem(w, "inner node 0x%llx has no children", (unsigned long long) addr);
+	for (int i = 0; i < n; i++)
+	{
+		dm_entry	e = level == 0 ? LEAF_ENTS(buf)[i] : INNER_ENTS(buf)[i].sep;
+
+		if (i > 0)
+		{
+			dm_entry	p = level == 0 ? LEAF_ENTS(buf)[i - 1] : INNER_ENTS(buf)[i - 1].sep;
+
+			if (dm_entry_cmp(p, e) >= 0)
+				return problem(w, "node 0x%llx: entries %d and %d out of order", (unsigned long long) addr, i - 1, i);
+		}
+		if (!dm_node_covers(buf, e) || dm_entry_cmp(e, DM_ENTRY_INF) == 0)
+			return problem(w, "node 0x%llx: entry %d outside its fences", (unsigned long long) addr, i);
+		if (level == 0 && (e.tid & DM_TID_NULL) && e.key != UINT64_MAX)
+			return problem(w, "node 0x%llx: entry %d has a malformed NULL key", (unsigned long long) addr, i);
+	}
+	if (level > 0 && dm_entry_cmp(INNER_ENTS(buf)[0].sep, h->low) != 0)
+		return problem(w, "inner node 0x%llx: first separator is not its low fence", (unsigned long long) addr);
+	return DM_OK;
+}
+
+static int
+memnode_index(const dm_tree *t, uint16_t id)
+{
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->memnodes[i] == id)
+			return i;
+	return -1;
+}
+
+static int
+run_walk(walk *w)
+{
+	dm_tree    *t = w->t;
+	uint32_t	ns = t->node_size;
+	dm_gaddr	root;
+	uint8_t    *rootbuf = aligned_alloc(8, ns);
+	uint8_t    *bufs = NULL;
+	uint8_t    *extra = aligned_alloc(8, ns);
+	/* this level's nodes in order, the memnode their level-M subtree is on */
+	dm_gaddr   *cur = NULL, *next = NULL;
+	uint16_t   *cur_home = NULL, *next_home = NULL;
+	size_t		ncur = 0, nnext = 0, capnext = 0;
+	int			rc, height;
+
+	if (!rootbuf || !extra)
+		return DM_ERR_NOMEM;
+	if ((rc = dm_tree_read_root(t, &root)) != DM_OK || (rc = dm_node_read(t, root, rootbuf)) != DM_OK)
+		goto out;
+	height = NODE_HDR(rootbuf)->level + 1;
+	if (w->st)
+		w->st->height = height;
+	if (dm_entry_cmp(NODE_HDR(rootbuf)->low, DM_ENTRY_MIN) != 0 ||
+		dm_entry_cmp(NODE_HDR(rootbuf)->high, DM_ENTRY_INF) != 0 || NODE_HDR(rootbuf)->right != 0)
+	{
+		rc = problem(w, "root 0x%llx does not span the whole key space", (unsigned long long) root);
+		goto out;
+	}
+	cur = malloc(sizeof(*cur));
+	cur_home = malloc(sizeof(*cur_home));
+	if (!cur || !cur_home)
+	{
+		rc = DM_ERR_NOMEM;
+		goto out;
+	}
+	cur[0] = root;
+	cur_home[0] = dm_gaddr_node(root);
+	ncur = 1;
+
+	for (int level = height - 1; level >= 0; level--)
+	{
+		dm_entry	expect_low = DM_ENTRY_MIN;
+		dm_gaddr	prev_addr = 0;
+
+		free(bufs);
+		if ((bufs = aligned_alloc(8, ncur * ns)) == NULL)
+		{
+			rc = DM_ERR_NOMEM;
+			goto out;
+		}
+		if ((rc = dm_node_read_many(t, cur, (int) ncur, bufs)) != DM_OK)
+			goto out;
+		nnext = 0;
+		for (size_t i = 0; i < ncur; i++)
+		{
+			uint8_t    *buf = bufs + i * ns;
+			dm_gaddr	addr = cur[i];
+			uint16_t	home = cur_home[i];
+
+			/* the chain from the previous node may pass unlisted half-split nodes */
+			for (;;)
+			{
+				const dm_node_hdr *h = NODE_HDR(buf);
+				int			mi = memnode_index(t, dm_gaddr_node(addr));
+
+				if ((rc = check_node(w, addr, buf, level)) != DM_OK)
+					goto out;
+				if (mi < 0)
+				{
+					rc = problem(w, "node 0x%llx is on memnode %u, not one of the tree's", (unsigned long long) addr,
+								 dm_gaddr_node(addr));
+					goto out;
+				}
+				if (level <= t->placement_level && dm_gaddr_node(addr) != home)
+				{
+					rc = problem(w, "node 0x%llx (level %d) is on memnode %u but its level-%d subtree is on memnode %u",
+								 (unsigned long long) addr, level, dm_gaddr_node(addr), t->placement_level, home);
+					goto out;
+				}
+				if (dm_entry_cmp(h->low, expect_low) != 0)
+				{
+					rc = problem(w, "node 0x%llx: low fence does not equal the previous node's high fence",
+								 (unsigned long long) addr);
+					goto out;
+				}
+				if (prev_addr != 0 && h->left == 0)
+				{
+					rc = problem(w, "node 0x%llx has no left sibling pointer", (unsigned long long) addr);
+					goto out;
+				}
+				if (w->st)
+				{
+					w->st->nodes[level < 16 ? level : 15]++;
+					w->st->nodes_by_memnode[mi]++;
+					if (level == 0)
+						w->st->entries += h->count;
+					else
+						w->st->inner_entries += h->count;
+				}
+				/* queue the children, with the memnode of their level-M subtree */
+				for (int c = 0; level > 0 && c < h->count; c++)
+				{
+					if (nnext == capnext)
+					{
+						capnext = capnext ? capnext * 2 : 1024;
+						next = realloc(next, capnext * sizeof(*next));
+						next_home = realloc(next_home, capnext * sizeof(*next_home));
+						if (!next || !next_home)
+						{
+							rc = DM_ERR_NOMEM;
+							goto out;
+						}
+					}
+					next[nnext] = INNER_ENTS(buf)[c].child;
+					next_home[nnext] = level > t->placement_level ? dm_gaddr_node(next[nnext]) : home;
+					nnext++;
+				}
+				expect_low = h->high;
+				prev_addr = addr;
+				/* does the chain reach the next listed node directly? */
+				if (i + 1 < ncur ? h->right == cur[i + 1] : h->right == 0)
+					break;
+				if (h->right == 0)
+				{
+					rc = problem(w, "level %d: sibling chain ends at 0x%llx before the listed nodes do",
+								 level, (unsigned long long) addr);
+					goto out;
+				}
+				/* an unlisted node (half-split): follow it */
+				w->half_splits++;
+				addr = h->right;
+				if ((rc = dm_node_read(t, addr, extra)) != DM_OK)
+					goto out;
+				memcpy(buf, extra, ns);
+			}
+		}
+		if (dm_entry_cmp(expect_low, DM_ENTRY_INF) != 0)
+		{
+			rc = problem(w, "level %d does not end with an infinite high fence", level);
+			goto out;
+		}
+		/* children must sit exactly one level below; check_node does it next round */
+		free(cur);
+		free(cur_home);
+		cur = next;
+		cur_home = next_home;
+		ncur = nnext;
+		next = NULL;
+		next_home = NULL;
+		capnext = 0;
+	}
+	rc = DM_OK;
+out:
+	free(rootbuf);
+	free(extra);
+	free(bufs);
+	free(cur);
+	free(cur_home);
+	free(next);
+	free(next_home);
+	return rc;
+}
+
+int
+dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msglen)
+{
+	dm_tree_stats st;
+	walk		w = {t, &st, msg, msglen, 0, 0};
+	int			rc;
+
+	memset(&st, 0, sizeof(st));
+	if (msg && msglen)
+		msg[0] = '\0';
+	rc = run_walk(&w);
+	if (rc == DM_ERR_CORRUPT && !w.failed)
+		problem(&w, "%s", t->err);
+	if (rc == DM_OK && entries)
+		*entries = st.entries;
+	return rc;
+}
+
+int
+dm_tree_stats_get(dm_tree *t, dm_tree_stats *st)
+{
+	walk		w = {t, st, t->err, sizeof(t->err), 0, 0};
+	uint64_t	nodes = 0;
+	int			rc;
+
+	memset(st, 0, sizeof(*st));
+	rc = run_walk(&w);
+	if (rc != DM_OK)
+		return rc;
+	for (int l = 0; l < 16; l++)
+		nodes += st->nodes[l];
+	st->remote_bytes = nodes * t->node_size;
+	st->leaf_fill = st->nodes[0] ? (double) st->entries / ((double) st->nodes[0] * t->leaf_cap) : 0;
+	return DM_OK;
+}
