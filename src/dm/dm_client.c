@@ -518,6 +518,31 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 			return dm_fail(c, NULL, DM_ERR_NOMEM, "out of memory");
 	}
 
+	/*
+	 * The same limits on every backend, so a batch that works over shm
+	 * cannot fail when the same code runs over tcp.
+	 */
+	for (int t = 0; t < ntouched; t++)
+	{
+		dm_conn    *cn = touched[t];
+		uint64_t	req = DM_HDR_SIZE + sizeof(dm_batch_hdr) + (uint64_t) cn->nidx * sizeof(dm_wire_op);
+		uint64_t	rep = DM_HDR_SIZE + sizeof(dm_batch_hdr) + (uint64_t) cn->nidx * sizeof(uint64_t);
+
+		for (int k = 0; k < cn->nidx; k++)
+		{
+			const dm_op *op = &ops[cn->idx[k]];
+
+			if (op->kind == DM_OP_WRITE)
+				req += dm_pad8(op->len);
+			else if (op->kind == DM_OP_READ)
+				rep += dm_pad8(op->len);
+		}
+		if (cn->nidx > DM_BATCH_MAX_OPS || req > DM_FRAME_MAX || rep > DM_FRAME_MAX)
+			return dm_fail(c, cn, DM_ERR_TOOBIG,
+						   "batch of %d operations exceeds the limits (%d operations, %u bytes each way)",
+						   cn->nidx, DM_BATCH_MAX_OPS, DM_FRAME_MAX);
+	}
+
 	/* send every tcp frame first, so the memnodes work in parallel */
 	deadline = dm_deadline(c->opts.op_timeout_ms);
 	for (int t = 0; t < ntouched; t++)
