@@ -373,7 +373,10 @@ dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf)
 static int
 entry_valid(dm_entry e)
 {
-	if (dm_entry_cmp(e, DM_ENTRY_INF) == 0)
+	uint64_t	tid = e.tid & ~DM_TID_NULL;
+
+	/* tids stay below DM_TID_LIMIT, so no entry can equal +infinity or a key bound */
+	if (tid >= DM_TID_LIMIT)
 		return 0;
 	/* a NULL-key entry is exactly what dm_entry_null() makes */
 	return !(e.tid & DM_TID_NULL) || e.key == UINT64_MAX;

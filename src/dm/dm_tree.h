@@ -48,7 +48,8 @@ typedef struct dm_entry
 } dm_entry;
 
 #define DM_TID_NULL		(UINT64_C(1) << 63)	/* marks an entry with a NULL key */
-#define DM_TID_MAX		(DM_TID_NULL - 1)	/* largest tid of a non-NULL entry */
+#define DM_TID_MAX		(DM_TID_NULL - 1)	/* bound for key ranges (dm_key_hi) */
+#define DM_TID_LIMIT	(UINT64_C(1) << 62)	/* tids of stored entries are below this */
 #define DM_NODE_MAGIC	0xB71E
 #define DM_NODE_HEADER	88
 #define DM_NODE_MIN		256

@@ -205,7 +205,7 @@ dm_bulk_add(dm_bulk *b, const dm_entry *e, int n)
 	{
 		int			rc;
 
-		if (dm_entry_cmp(e[i], DM_ENTRY_INF) == 0 || ((e[i].tid & DM_TID_NULL) && e[i].key != UINT64_MAX) ||
+		if ((e[i].tid & ~DM_TID_NULL) >= DM_TID_LIMIT || ((e[i].tid & DM_TID_NULL) && e[i].key != UINT64_MAX) ||
 			(b->have_last && dm_entry_cmp(b->last, e[i]) >= 0))
 			return dm_tree_fail(b->t, DM_ERR_INVALID, "bulk load input must be valid and strictly ascending");
 		if ((rc = add_item(b, 0, e[i], 0)) != DM_OK)
