@@ -450,7 +450,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 	}
 	while (i < n)
 	{
-		dm_gaddr	addr;
+		dm_gaddr	addr = 0;
 		dm_node_hdr *h = NODE_HDR(buf);
 		int			j = i, m = 0, added = 0, k = 0;
 		int			count;
