@@ -74,6 +74,7 @@ exec_hello(mn_conn_info *ci, const dm_frame_hdr *h, const uint8_t *body, uint32_
 	{
 		ci->handshaken = 1;
 		ci->tear = (req.flags & DM_HELLO_TEAR) != 0;
+		ci->client_pid = req.client_pid;
 		rep.node_id = mn.region.node_id;
 		rep.incarnation = mn.region.sb->incarnation;
 		rep.region_size = mn.region.size;
@@ -293,7 +294,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 							replen = sizeof(u);
 							break;
 						case DM_RPC_CAT_CREATE:
-							status = dm_region_cat_create(&mn.region, &name, 0, mn_unix_ns(),
+							status = dm_region_cat_create(&mn.region, &name, ci->client_pid, mn_unix_ns(),
 														  (dm_tree_info *) rep);
 							replen = sizeof(dm_tree_info);
 							break;

@@ -84,6 +84,7 @@ typedef struct mn_conn_info
 	int			handshaken;
 	int			tear;
 	int			close_after_reply;
+	uint64_t	client_pid;		/* from the handshake: recorded as a tree's owner */
 	char		peer[64];
 } mn_conn_info;
 

@@ -10,6 +10,7 @@
 #include <numa.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -38,14 +39,21 @@ new_incarnation(void)
  * be mapped by clients.  Mark it REPLACED before unlinking it, so those
  * clients get "memnode restarted" instead of silently using orphaned memory.
  */
-static void
+static int
 retire_old_file(const char *path)
 {
 	int			fd = open(path, O_RDWR | O_CLOEXEC);
 	struct stat st;
 
 	if (fd < 0)
-		return;
+		return 0;
+	/* a live memnode holds a lock on its file: never take over a living region */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+	{
+		mn_log(LOG_ERROR, "region file \"%s\" is in use by another running memnode", path);
+		close(fd);
+		return -1;
+	}
 	if (fstat(fd, &st) == 0 && (size_t) st.st_size >= sizeof(dm_superblock))
 	{
 		dm_superblock *sb = mmap(NULL, sizeof(*sb), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -61,8 +69,9 @@ retire_old_file(const char *path)
 			munmap(sb, sizeof(*sb));
 		}
 	}
-	close(fd);
 	unlink(path);
+	close(fd);
+	return 0;
 }
 
 static int
@@ -92,9 +101,13 @@ map_shm(uint64_t size)
 	else
 		snprintf(mn.shm_path, sizeof(mn.shm_path), "/dev/shm/dmindex-memnode-%d", mn.cfg.listen_port);
 
-	retire_old_file(mn.shm_path);
+	if (retire_old_file(mn.shm_path) < 0)
+	{
+		mn.shm_path[0] = '\0';
+		return NULL;
+	}
 	shm_fd = open(mn.shm_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (shm_fd < 0)
+	if (shm_fd < 0 || flock(shm_fd, LOCK_EX | LOCK_NB) < 0)
 	{
 		mn_log(LOG_ERROR, "cannot create region file \"%s\": %s", mn.shm_path, strerror(errno));
 		mn.shm_path[0] = '\0';

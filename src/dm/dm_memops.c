@@ -21,6 +21,34 @@ dm_mem_read(void *dst, const volatile uint8_t *src, uint32_t len, int tear)
 	uint8_t    *d = dst;
 	uint32_t	i = 0;
 
+	/*
+	 * Tear mode reads backwards: writers go forwards, so a reader and a
+	 * writer on the same bytes cross instead of moving in step, and the
+	 * reader does see a mix of old and new words.
+	 */
+	if (tear)
+	{
+		uint32_t	head = (uint32_t) ((8 - ((uintptr_t) src & 7)) & 7);
+		uint32_t	end;
+
+		if (head > len)
+			head = len;
+		end = head + (len - head) / 8 * 8;
+		for (uint32_t k = len; k > end; k--)
+			d[k - 1] = src[k - 1];
+		for (uint32_t k = end; k > head; k -= 8)
+		{
+			uint64_t	w = __atomic_load_n((const volatile uint64_t *) (src + k - 8), __ATOMIC_RELAXED);
+
+			memcpy(d + k - 8, &w, 8);
+			sched_yield();
+		}
+		for (uint32_t k = head; k > 0; k--)
+			d[k - 1] = src[k - 1];
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		return;
+	}
+
 	while (i < len && (((uintptr_t) (src + i)) & 7) != 0)
 	{
 		d[i] = src[i];
@@ -31,8 +59,6 @@ dm_mem_read(void *dst, const volatile uint8_t *src, uint32_t len, int tear)
 		uint64_t	w = __atomic_load_n((const volatile uint64_t *) (src + i), __ATOMIC_RELAXED);
 
 		memcpy(d + i, &w, 8);
-		if (tear)
-			sched_yield();
 	}
 	for (; i < len; i++)
 		d[i] = src[i];

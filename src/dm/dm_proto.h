@@ -188,15 +188,15 @@ typedef struct dm_node_stats
 extern void dm_hdr_init(dm_frame_hdr *h, uint16_t type, uint32_t length, uint64_t seq);
 
 /*
- * Validation of an incoming header: magic, flags, a length in
- * [DM_HDR_SIZE, max_len] that is a multiple of 8, and the expected type.
- * Returns DM_OK or DM_ERR_PROTOCOL / DM_ERR_TOOBIG.
+ * Validation of an incoming header: magic, flags, and a length in
+ * [DM_HDR_SIZE, max_len] that is a multiple of 8 (the caller checks the
+ * type).  Returns DM_OK or DM_ERR_PROTOCOL / DM_ERR_TOOBIG.
  */
 extern int	dm_hdr_check(const dm_frame_hdr *h, uint32_t max_len);
 
-/* Size of the request body for a batch of ops (lens as given); 0 if too big. */
+/* Size of the whole request frame (header included) for a batch; 0 if too big. */
 extern uint64_t dm_batch_request_size(const dm_wire_op *ops, uint32_t nops);
-/* Size of the successful reply body for that batch. */
+/* Size of the whole successful reply frame for that batch; 0 if too big. */
 extern uint64_t dm_batch_reply_size(const dm_wire_op *ops, uint32_t nops);
 
 /*

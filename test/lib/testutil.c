@@ -1,0 +1,436 @@
+/*
+ * testutil.c — TAP output and memnode process management for the C tests
+ * and benchmarks (see testutil.h).
+ *
+ * The memnode helpers take care that a test can never leave a memnode
+ * behind: every started memnode is remembered, killed by an atexit handler
+ * and by a handler for the signals a runner sends on timeout, and is also
+ * given PR_SET_PDEATHSIG so that even a SIGKILLed test takes its memnodes
+ * with it.  (PR_SET_PDEATHSIG fires when the *thread* that forked exits:
+ * start memnodes from the main thread, or from one that outlives them.)
+ * The first memnode_start also installs handlers for SIGTERM, SIGINT,
+ * SIGHUP and crash signals (kill the memnodes, then die by the signal) and
+ * ignores SIGPIPE.
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dm_types.h"
+
+/* ---- TAP --------------------------------------------------------------- */
+
+static int	tap_count;
+static int	tap_failed;
+
+static int
+tap_vok(int cond, const char *fmt, va_list ap)
+{
+	tap_count++;
+	if (!cond)
+		tap_failed++;
+	printf("%s %d - ", cond ? "ok" : "not ok", tap_count);
+	vprintf(fmt, ap);
+	printf("\n");
+	/* Flush at once: children are forked and tests may crash. */
+	fflush(stdout);
+	return cond;
+}
+
+int
+tap_ok(int cond, const char *fmt,...)
+{
+	va_list		ap;
+	int			r;
+
+	va_start(ap, fmt);
+	r = tap_vok(cond, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int
+tap_ok_status(int got, int want, const char *fmt,...)
+{
+	va_list		ap;
+	int			r;
+
+	va_start(ap, fmt);
+	r = tap_vok(got == want, fmt, ap);
+	va_end(ap);
+	if (!r)
+		tap_diag("  got status %d (%s), want %d (%s)",
+				 got, dm_strerror(got), want, dm_strerror(want));
+	return r;
+}
+
+void
+tap_diag(const char *fmt,...)
+{
+	char		buf[4096];
+	va_list		ap;
+	char	   *line,
+			   *save = NULL;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	/* Every line of a diagnostic must start with "#" to stay valid TAP. */
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		printf("# %s\n", line);
+	fflush(stdout);
+}
+
+int
+tap_done(void)
+{
+	printf("1..%d\n", tap_count);
+	if (tap_failed)
+		printf("# %d of %d tests failed\n", tap_failed, tap_count);
+	fflush(stdout);
+	return tap_failed == 0 ? 0 : 1;
+}
+
+/* ---- clock --------------------------------------------------------------- */
+
+uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* ---- memnode processes --------------------------------------------------- */
+
+#define MAX_MEMNODES 64
+
+/*
+ * Every memnode we started and have not reaped.  out_fd is the read end of
+ * its stdout pipe: it stays open so that a stray later write to stdout does
+ * not kill the memnode with SIGPIPE.
+ */
+typedef struct started_memnode
+{
+	pid_t		pid;
+	int			out_fd;
+	char		shm_path[128];
+} started_memnode;
+
+static started_memnode started[MAX_MEMNODES];
+static pid_t owner_pid;			/* the process that started them */
+static int	cleanup_installed;
+
+static void
+kill_all_memnodes(void)
+{
+	int			i;
+
+	/* Forked test children inherit the table: only the owner cleans up. */
+	if (owner_pid != getpid())
+		return;
+	for (i = 0; i < MAX_MEMNODES; i++)
+	{
+		if (started[i].pid <= 0)
+			continue;
+		kill(started[i].pid, SIGKILL);
+		waitpid(started[i].pid, NULL, 0);
+		/* A SIGKILLed memnode cannot remove its shm file itself. */
+		if (started[i].shm_path[0] == '/')
+			unlink(started[i].shm_path);
+		started[i].pid = 0;
+	}
+}
+
+static void
+cleanup_signal(int sig)
+{
+	/* kill/waitpid/unlink are async-signal-safe. */
+	kill_all_memnodes();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+install_cleanup(void)
+{
+	if (cleanup_installed)
+	{
+		/*
+		 * A forked child starting memnodes of its own: the inherited table
+		 * lists the parent's memnodes, which are not ours to kill.  The
+		 * atexit handler is inherited too.
+		 */
+		if (owner_pid != getpid())
+		{
+			memset(started, 0, sizeof(started));
+			owner_pid = getpid();
+		}
+		return;
+	}
+	cleanup_installed = 1;
+	owner_pid = getpid();
+	atexit(kill_all_memnodes);
+	/* timeout(1) sends SIGTERM; a user hits ^C; a test may crash. */
+	signal(SIGTERM, cleanup_signal);
+	signal(SIGINT, cleanup_signal);
+	signal(SIGHUP, cleanup_signal);
+	signal(SIGSEGV, cleanup_signal);
+	signal(SIGBUS, cleanup_signal);
+	signal(SIGABRT, cleanup_signal);
+	signal(SIGFPE, cleanup_signal);
+	/* Tests write to sockets the memnode may close. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static started_memnode *
+find_started(pid_t pid)
+{
+	int			i;
+
+	for (i = 0; i < MAX_MEMNODES; i++)
+		if (started[i].pid == pid)
+			return &started[i];
+	return NULL;
+}
+
+/*
+ * Parse "key=value" out of the ready line into out (value ends at a space
+ * or the end of line).  Returns 0 if found.
+ */
+static int
+ready_field(const char *line, const char *key, char *out, size_t outsz)
+{
+	char		pat[64];
+	const char *p,
+			   *e;
+	size_t		n;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = strstr(line, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	e = p + strcspn(p, " \r\n");
+	n = (size_t) (e - p);
+	if (n >= outsz)
+		return -1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return 0;
+}
+
+int
+memnode_start(memnode_proc *mp, int port, const char *const *extra_args)
+{
+	const char *bin = getenv("DM_MEMNODE");
+	const char *argv[64];
+	char		listen[64];
+	char		line[1024];
+	size_t		used = 0;
+	int			argc = 0;
+	int			pfd[2];
+	pid_t		pid,
+				parent;
+	started_memnode *slot;
+	uint64_t	deadline;
+	char		val[256];
+	char	   *colon;
+
+	memset(mp, 0, sizeof(*mp));
+	if (!bin || !*bin)
+		bin = "build/dmindex-memnode";
+	install_cleanup();
+
+	slot = find_started(0);
+	if (!slot)
+	{
+		tap_diag("memnode_start: too many memnodes started");
+		return -1;
+	}
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	argv[argc++] = bin;
+	argv[argc++] = "--listen";
+	argv[argc++] = listen;
+	while (extra_args && *extra_args && argc < 62)
+		argv[argc++] = *extra_args++;
+	argv[argc] = NULL;
+
+	/* CLOEXEC so that other memnodes and exec'd children don't hold it. */
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+	{
+		tap_diag("memnode_start: pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	parent = getpid();
+	pid = fork();
+	if (pid < 0)
+	{
+		tap_diag("memnode_start: fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0)
+	{
+		setpgid(0, 0);
+		/* Die with the test, whatever kills it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);			/* the parent died before prctl */
+		/* ignored signals stay ignored across exec: undo ours */
+		signal(SIGPIPE, SIG_DFL);
+		dup2(pfd[1], STDOUT_FILENO);	/* dup2 clears CLOEXEC on fd 1 */
+		execv(bin, (char *const *) argv);
+		fprintf(stderr, "memnode_start: exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	/* Also from the parent: no race with the child's own setpgid. */
+	setpgid(pid, pid);
+	slot->pid = pid;
+	slot->out_fd = pfd[0];
+	slot->shm_path[0] = '\0';
+
+	/* Read stdout until the ready line (or EOF / 10 s). */
+	deadline = now_ns() + UINT64_C(10000000000);
+	for (;;)
+	{
+		struct pollfd p = {.fd = pfd[0],.events = POLLIN};
+		uint64_t	now = now_ns();
+		ssize_t		n;
+		int			pr;
+
+		if (memchr(line, '\n', used))
+			break;
+		if (now >= deadline)
+		{
+			tap_diag("memnode_start: no ready line within 10 s");
+			goto fail;
+		}
+		pr = poll(&p, 1, (int) ((deadline - now) / 1000000) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		if (used >= sizeof(line) - 1)
+		{
+			tap_diag("memnode_start: ready line too long");
+			goto fail;
+		}
+		n = read(pfd[0], line + used, sizeof(line) - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			tap_diag("memnode_start: memnode exited before its ready line");
+			goto fail;
+		}
+		used += (size_t) n;
+	}
+	line[used] = '\0';
+	*strchr(line, '\n') = '\0';
+
+	if (strncmp(line, "dmindex-memnode ready ", 22) != 0)
+	{
+		tap_diag("memnode_start: unexpected first line: %s", line);
+		goto fail;
+	}
+	if (ready_field(line, "listen", val, sizeof(val)) != 0 ||
+		(colon = strrchr(val, ':')) == NULL ||
+		(mp->port = atoi(colon + 1)) <= 0)
+	{
+		tap_diag("memnode_start: no port in ready line: %s", line);
+		goto fail;
+	}
+	if (ready_field(line, "incarnation", val, sizeof(val)) != 0 || strlen(val) != 16)
+	{
+		tap_diag("memnode_start: no incarnation in ready line: %s", line);
+		goto fail;
+	}
+	mp->incarnation = strtoull(val, NULL, 16);
+	if (ready_field(line, "shm", val, sizeof(val)) == 0 && strcmp(val, "-") != 0)
+	{
+		snprintf(mp->shm_path, sizeof(mp->shm_path), "%s", val);
+		snprintf(slot->shm_path, sizeof(slot->shm_path), "%s", val);
+	}
+	snprintf(mp->addr, sizeof(mp->addr), "127.0.0.1:%d", mp->port);
+	mp->pid = pid;
+	return 0;
+
+fail:
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(slot->out_fd);
+	slot->pid = 0;
+	memset(mp, 0, sizeof(*mp));
+	return -1;
+}
+
+int
+memnode_stop(memnode_proc *mp, int sig)
+{
+	started_memnode *slot;
+	int			status = -1;
+	uint64_t	deadline;
+	pid_t		r;
+
+	if (mp->pid <= 0)
+		return -1;
+	kill(mp->pid, sig);
+	/* A stopped (SIGSTOP) memnode would not act on SIGTERM otherwise. */
+	if (sig != SIGKILL && sig != SIGSTOP)
+		kill(mp->pid, SIGCONT);
+
+	/*
+	 * Reap, but never hang a test on a memnode that ignores the signal:
+	 * after 10 s it is killed and the status reports SIGKILL.
+	 */
+	deadline = now_ns() + UINT64_C(10000000000);
+	for (;;)
+	{
+		r = waitpid(mp->pid, &status, WNOHANG);
+		if (r == mp->pid)
+			break;
+		if (r < 0 && errno != EINTR)
+		{
+			status = -1;
+			break;
+		}
+		if (now_ns() > deadline)
+		{
+			tap_diag("memnode_stop: pid %d did not exit within 10 s of signal %d; killing",
+					 (int) mp->pid, sig);
+			kill(mp->pid, SIGKILL);
+			waitpid(mp->pid, &status, 0);
+			break;
+		}
+		usleep(2000);
+	}
+
+	slot = find_started(mp->pid);
+	if (slot)
+	{
+		close(slot->out_fd);
+		slot->pid = 0;
+	}
+	mp->pid = 0;
+	return status;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# run-c-tests.sh — run the C unit and transport tests (build/test/unit/*,
+# build/test/integ/*) and summarise their TAP output.
+#
+#   test/run-c-tests.sh              every test binary
+#   test/run-c-tests.sh test_proto   only the named ones
+#
+# Run from anywhere (it changes to the repository root, where the tests
+# find build/dmindex-memnode); build first with `make standalone`.  Each
+# binary gets a timeout (C_TEST_TIMEOUT seconds, default 300).  A crash, a
+# timeout, a non-zero exit without a failed test, or a missing or wrong
+# "1..N" plan counts as one failure.  Output of each binary is kept in
+# build/test/logs/NAME.tap (stdout) and NAME.log (stderr: memnode logs).
+# Exit status 0 iff everything passed.
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+timeout_s=${C_TEST_TIMEOUT:-300}
+logdir=build/test/logs
+mkdir -p "$logdir"
+
+bins=()
+for f in build/test/unit/* build/test/integ/*; do
+	if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
+	if [ $# -gt 0 ]; then
+		want=0
+		for a in "$@"; do [ "$(basename "$f")" = "$a" ] && want=1; done
+		[ $want = 1 ] || continue
+	fi
+	bins+=("$f")
+done
+if [ ${#bins[@]} -eq 0 ]; then
+	echo "run-c-tests: no test binaries found under build/test (run \`make standalone\` first)" >&2
+	echo "C tests: 0 passed, 1 failed"
+	exit 1
+fi
+
+total_pass=0
+total_fail=0
+failed_bins=()
+for bin in "${bins[@]}"; do
+	name=$(basename "$bin")
+	tap="$logdir/$name.tap"
+	log="$logdir/$name.log"
+	start=$(date +%s.%N)
+	# -k: if the test ignores SIGTERM, SIGKILL it 10 s later (its memnodes
+	# die with it: they are started with PR_SET_PDEATHSIG)
+	timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
+	rc=$?
+	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+
+	pass=$(grep -cE '^ok [0-9]+' "$tap")
+	fail=$(grep -cE '^not ok [0-9]+' "$tap")
+	plan=$(grep -E '^1\.\.[0-9]+$' "$tap" | tail -n 1 | cut -d. -f3)
+	problem=""
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		problem="timed out after ${timeout_s}s"
+	elif [ $rc -gt 128 ]; then
+		problem="killed by signal $((rc - 128))"
+	elif [ -z "$plan" ]; then
+		problem="no TAP plan (exit status $rc)"
+	elif [ "$plan" -ne $((pass + fail)) ]; then
+		problem="plan says $plan tests, ran $((pass + fail))"
+	elif [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then
+		problem="exit status $rc with no failed test"
+	fi
+	if [ -n "$problem" ]; then
+		fail=$((fail + 1))
+	fi
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+
+	if [ "$fail" -eq 0 ]; then
+		printf '%-22s ok      %4d passed                (%ss)\n' "$name" "$pass" "$secs"
+	else
+		failed_bins+=("$name")
+		printf '%-22s FAILED  %4d passed, %3d failed   (%ss)%s\n' "$name" "$pass" "$fail" "$secs" \
+			"${problem:+ — $problem}"
+		# the failed assertions with their diagnostics
+		awk '/^not ok /{show=1; print "    " $0; next} /^#/{ if (show) print "    " $0; next} {show=0}' "$tap" | head -n 60
+		if [ -s "$log" ]; then
+			echo "    --- last lines of stderr ($log):"
+			tail -n 15 "$log" | sed 's/^/    /'
+		fi
+	fi
+done
+
+echo
+[ ${#failed_bins[@]} -gt 0 ] && echo "failed: ${failed_bins[*]} (logs in $logdir/)"
+echo "C tests: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
