@@ -79,7 +79,7 @@ PGFILEDESC = "dmindex - B+-tree index on disaggregated memory"
 REGRESS = $(shell cat test/regress-schedule 2>/dev/null)
 REGRESS_OPTS = --inputdir=. --load-extension=dmindex
 PG_CPPFLAGS = -Isrc/dm
-PG_CFLAGS = -std=gnu11
+PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

@@ -10,6 +10,7 @@
 
 #include "utils/guc.h"
 
+#include "dmam.h"
 #include "dmindex.h"
 
 PG_MODULE_MAGIC;
@@ -126,5 +127,21 @@ _PG_init(void)
 							 NULL,
 							 NULL);
 
+	DefineCustomIntVariable("dmindex.insert_buffer",
+							"Entries a transaction buffers before writing them to the memory nodes early.",
+							"Entries are written at commit at the latest, after the WAL of their rows is flushed.",
+							&dmindex_insert_buffer,
+							10000,
+							1,
+							INT_MAX / 2,
+							PGC_USERSET,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
 	MarkGUCPrefixReserved("dmindex");
+
+	dmindex_init_reloptions();
+	dmindex_gc_init();
 }

@@ -26,6 +26,8 @@ typedef struct walk
 	uint64_t	half_splits;
 } walk;
 
+static int	problem(walk *w, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
 static int
 problem(walk *w, const char *fmt,...)
 {

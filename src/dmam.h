@@ -1,0 +1,188 @@
+/*
+ * dmam.h — the dmindex access method's internal interface, shared by its
+ * files (one per callback group, as in contrib/bloom and pgvector):
+ *
+ *   dmhandler.c   the IndexAmRoutine, reloptions, amcanreturn
+ *   dmkey.c       key encoding: support functions and scan-key bounds
+ *   dmmeta.c      the metapage and the remote tree behind an index
+ *   dmbuild.c     ambuild, ambuildempty (sort + bulk load)
+ *   dminsert.c    aminsert and the per-transaction insert buffer
+ *   dmscan.c      index scans (plain, bitmap, index-only; both directions)
+ *   dmvacuum.c    ambulkdelete, amvacuumcleanup
+ *   dmcost.c      amcostestimate
+ *   dmvalidate.c  amvalidate
+ *   dmgc.c        freeing the remote trees of dropped indexes
+ *
+ * Keys.  Every opclass maps its type to a 64-bit unsigned key that orders
+ * exactly like the type's btree order (support function 1, "encode",
+ * type -> int8 holding the key's bits).  Types whose encoding can be undone
+ * exactly also have support function 2 ("decode", int8 -> type): those
+ * allow index-only scans.  Entries in the remote tree are (key, tid).
+ */
+#ifndef DMAM_H
+#define DMAM_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "common/relpath.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+
+#include "dm_region.h"
+#include "dm_tree.h"
+#include "dmindex.h"
+
+/* Support function numbers. */
+#define DMINDEX_ENCODE_PROC 1	/* (type) -> int8: order-preserving key */
+#define DMINDEX_DECODE_PROC 2	/* (int8) -> type: exact inverse (optional) */
+#define DMINDEX_NPROCS 2
+
+/* Strategies: those of btree, so the planner can use it for ordering. */
+#define DMINDEX_NSTRATEGIES 5
+
+/* ---- reloptions (dmhandler.c) ---------------------------------------------- */
+
+typedef struct DmIndexOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int			node_size;		/* bytes, power of two 256..4096 */
+	int			fillfactor;		/* percent, for the bulk load of CREATE INDEX */
+	int			placement_level;	/* M of DESIGN.md §5 */
+	int			memnodes_offset;	/* offset of the memnode list string, 0 = all */
+} DmIndexOptions;
+
+extern void dmindex_init_reloptions(void);	/* from _PG_init */
+extern int	dmindex_insert_buffer;	/* GUC dmindex.insert_buffer (dminsert.c) */
+
+/* ---- key encoding (dmkey.c) ------------------------------------------------- */
+
+/* A tid packed into 48 bits (block << 16 | offset): order-preserving. */
+static inline uint64
+dmindex_tid_pack(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		(uint64) ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+static inline void
+dmindex_tid_unpack(uint64 v, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) ((v >> 16) & 0xFFFFFFFF), (OffsetNumber) (v & 0xFFFF));
+}
+
+/* The entry for a heap tuple's indexed value (encoded with the column's opclass). */
+extern dm_entry dmindex_make_entry(Relation index, Datum value, bool isnull, ItemPointer tid);
+
+/* Encode a value of type typid with the opfamily's support function 1. */
+extern uint64 dmindex_encode(Relation index, Oid typid, Datum value);
+
+/* Whether the column's opclass can decode keys (index-only scans). */
+extern bool dmindex_can_decode(Relation index);
+extern Datum dmindex_decode(Relation index, uint64 key);
+
+/*
+ * Turn the scan keys into one entry range.  Returns false if no entry can
+ * match (contradictory keys, or a comparison with NULL).
+ */
+extern bool dmindex_keys_to_range(Relation index, ScanKey keys, int nkeys, dm_range *range);
+
+/* ---- the remote tree of an index (dmmeta.c) ---------------------------------- */
+
+#define DMINDEX_META_MAGIC 0x444D4958	/* "DMIX" */
+#define DMINDEX_META_VERSION 1
+#define DMINDEX_METAPAGE_BLKNO 0
+#define DMINDEX_MAX_MEMNODES DM_TREE_MAX_MEMNODES
+
+/* Block 0 of every dmindex index: where its tree is and how it was built. */
+typedef struct DmMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	dm_tree_name tree;			/* name in the home memnode's catalog */
+	uint64		tree_id;
+	uint16		home;			/* memnode holding the catalog entry and root */
+	uint16		nmemnodes;
+	uint16		memnodes[DMINDEX_MAX_MEMNODES];
+	uint64		incarnations[DMINDEX_MAX_MEMNODES];	/* as at build time */
+	uint32		node_size;
+	uint32		fillfactor;
+	uint32		placement_level;
+	uint32		flags;			/* DMINDEX_META_* */
+} DmMetaPageData;
+
+#define DMINDEX_META_UNLOGGED_INIT 0x1	/* init fork: no tree yet, build one on first use */
+
+/*
+ * The open tree of an index, cached per backend and revalidated against the
+ * metapage and the memnodes' incarnations.  Raises an error (connection
+ * failure, or ERRCODE_INDEX_CORRUPTED with a hint to REINDEX when a memnode
+ * has lost the tree) instead of returning NULL.  The handle is valid until
+ * the end of the transaction at most; do not free it.
+ */
+extern dm_tree *dmindex_open_tree(Relation index);
+
+/* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
+extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);
+
+/*
+ * Create a fresh remote tree for the index's current relfilenode and write
+ * the metapage (generic WAL for a permanent index; forkNum selects the
+ * init fork for unlogged indexes).  Returns the open tree (a handle the
+ * caller closes).  transactional: the tree belongs to this transaction's
+ * new relfilenode and is freed if it aborts (not for the tree an unlogged
+ * index makes on first use after a crash: its metapage write is not undone).
+ */
+extern dm_tree *dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional);
+
+/* Raise the error for a failed tree operation. */
+extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_attribute_noreturn();
+
+/* ---- per-transaction insert buffer (dminsert.c) --------------------------------- */
+
+/*
+ * The not-yet-flushed entries this transaction inserted into index
+ * (DESIGN.md §8 WAL-first rule), sorted, for the transaction's own scans to
+ * merge.  *n is set; the array is valid until the next insert.
+ */
+extern const dm_entry *dmindex_pending_entries(Relation index, int *n);
+/* Flush pending entries of every index now (WAL first, then remote writes). */
+extern void dmindex_flush_pending(void);
+
+/* ---- the AM callbacks ------------------------------------------------------------- */
+
+extern IndexBuildResult *dmbuild(Relation heap, Relation index, IndexInfo *indexInfo);
+extern void dmbuildempty(Relation index);
+extern char *dmbuildphasename(int64 phasenum);
+extern bool dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+					 Relation heapRel, IndexUniqueCheck checkUnique,
+					 bool indexUnchanged, struct IndexInfo *indexInfo);
+extern IndexBulkDeleteResult *dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+										   IndexBulkDeleteCallback callback, void *callback_state);
+extern IndexBulkDeleteResult *dmvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
+extern bool dmcanreturn(Relation index, int attno);
+extern void dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+						   Cost *indexStartupCost, Cost *indexTotalCost,
+						   Selectivity *indexSelectivity, double *indexCorrelation,
+						   double *indexPages);
+extern bytea *dmoptions(Datum reloptions, bool validate);
+extern bool dmvalidate(Oid opclassoid);
+extern IndexScanDesc dmbeginscan(Relation index, int nkeys, int norderbys);
+extern void dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys);
+extern bool dmgettuple(IndexScanDesc scan, ScanDirection dir);
+extern int64 dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void dmendscan(IndexScanDesc scan);
+
+/* ---- garbage collection of remote trees (dmgc.c) ----------------------------------- */
+
+extern void dmindex_gc_init(void);	/* hooks, from _PG_init */
+/* This transaction created the tree: free it if the transaction aborts. */
+extern void dmindex_gc_note_created(const DmMetaPageData *meta);
+/* Free trees of this database whose index no longer exists; returns how many. */
+extern int64 dmindex_gc_database(bool all_databases);
+
+#endif							/* DMAM_H */

@@ -1,0 +1,188 @@
+/*
+ * dmbuild.c — CREATE INDEX (and REINDEX, TRUNCATE) for dmindex: create a
+ * remote tree for the new relfilenode, scan the heap into a tuplesort of
+ * (key, tid) pairs, and bulk-load the sorted stream bottom-up into the tree
+ * (many nodes per round trip).  Progress is reported through
+ * pg_stat_progress_create_index.  ambuildempty writes the init fork of an
+ * unlogged index.
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator_d.h"
+#include "catalog/pg_type.h"
+#include "commands/progress.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+#include "dmam.h"
+
+/* Our subphases of pg_stat_progress_create_index (core uses 1). */
+#define DMINDEX_PHASE_SCAN 2
+#define DMINDEX_PHASE_SORT 3
+#define DMINDEX_PHASE_LOAD 4
+
+#define LOAD_BATCH 1024
+
+/*
+ * The sort works on two int8 columns.  Keys and tids are unsigned 64-bit,
+ * int8 sorts signed: flipping the top bit makes signed order equal unsigned
+ * order.
+ */
+#define FLIP(v) ((int64) ((uint64) (v) ^ (UINT64CONST(1) << 63)))
+#define UNFLIP(v) ((uint64) (v) ^ (UINT64CONST(1) << 63))
+
+typedef struct DmBuildState
+{
+	Relation	index;
+	Tuplesortstate *sort;
+	TupleTableSlot *slot;		/* virtual: what we put into the sort */
+	TupleTableSlot *out;		/* minimal: what the sort gives back */
+	double		indtuples;
+} DmBuildState;
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	DmBuildState *bs = state;
+	dm_entry	e = dmindex_make_entry(index, values[0], isnull[0], tid);
+
+	ExecClearTuple(bs->slot);
+	bs->slot->tts_values[0] = Int64GetDatum(FLIP(e.key));
+	bs->slot->tts_values[1] = Int64GetDatum(FLIP(e.tid));
+	bs->slot->tts_isnull[0] = bs->slot->tts_isnull[1] = false;
+	ExecStoreVirtualTuple(bs->slot);
+	tuplesort_puttupleslot(bs->sort, bs->slot);
+	bs->indtuples++;
+}
+
+IndexBuildResult *
+dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	DmBuildState bs;
+	TupleDesc	tupdesc;
+	AttrNumber	attnums[2] = {1, 2};
+	Oid			sortops[2] = {Int8LessOperator, Int8LessOperator};
+	Oid			collations[2] = {InvalidOid, InvalidOid};
+	bool		nullsfirst[2] = {false, false};
+	double		reltuples;
+	dm_tree    *tree;
+	dm_bulk    *bulk;
+	dm_entry   *batch;
+	int			nbatch = 0;
+	int			rc;
+	DmIndexOptions *opts = (DmIndexOptions *) index->rd_options;
+	int64		loaded = 0;
+
+	if (index->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dmindex does not support temporary tables"),
+				 errdetail("The index would live in memory shared by every session and server using the memory nodes."),
+				 errhint("Use a btree index on temporary tables.")));
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+
+	tree = dmindex_create_tree(index, MAIN_FORKNUM, true);
+
+	tupdesc = CreateTemplateTupleDesc(2);
+	TupleDescInitEntry(tupdesc, 1, "key", INT8OID, -1, 0);
+	TupleDescInitEntry(tupdesc, 2, "tid", INT8OID, -1, 0);
+	bs.index = index;
+	bs.indtuples = 0;
+	bs.slot = MakeSingleTupleTableSlot(tupdesc, &TTSOpsVirtual);
+	bs.out = MakeSingleTupleTableSlot(tupdesc, &TTSOpsMinimalTuple);
+	bs.sort = tuplesort_begin_heap(tupdesc, 2, attnums, sortops, collations, nullsfirst,
+								   maintenance_work_mem, NULL, TUPLESORT_NONE);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, DMINDEX_PHASE_SCAN);
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &bs, NULL);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, DMINDEX_PHASE_SORT);
+	tuplesort_performsort(bs.sort);
+
+	{
+		const int	params[] = {PROGRESS_CREATEIDX_SUBPHASE, PROGRESS_CREATEIDX_TUPLES_TOTAL,
+		PROGRESS_CREATEIDX_TUPLES_DONE};
+		const int64 values[] = {DMINDEX_PHASE_LOAD, (int64) bs.indtuples, 0};
+
+		pgstat_progress_update_multi_param(3, params, values);
+	}
+	rc = dm_tree_bulk_begin(tree, opts ? opts->fillfactor : 90, &bulk);
+	if (rc != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+	batch = palloc(sizeof(dm_entry) * LOAD_BATCH);
+	for (;;)
+	{
+		bool		more = tuplesort_gettupleslot(bs.sort, true, false, bs.out, NULL);
+		bool		isnull;
+
+		if (more)
+		{
+			batch[nbatch].key = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 1, &isnull)));
+			batch[nbatch].tid = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 2, &isnull)));
+			nbatch++;
+		}
+		if (nbatch == LOAD_BATCH || (!more && nbatch > 0))
+		{
+			if ((rc = dm_bulk_add(bulk, batch, nbatch)) != DM_OK)
+			{
+				dm_bulk_abort(bulk);
+				dmindex_tree_error(index, tree, rc);
+			}
+			loaded += nbatch;
+			nbatch = 0;
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, loaded);
+			CHECK_FOR_INTERRUPTS();
+		}
+		if (!more)
+			break;
+	}
+	if ((rc = dm_bulk_finish(bulk)) != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+	dm_tree_close(tree);
+	tuplesort_end(bs.sort);
+	ExecDropSingleTupleTableSlot(bs.slot);
+	ExecDropSingleTupleTableSlot(bs.out);
+	pfree(batch);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = bs.indtuples;
+	return result;
+}
+
+void
+dmbuildempty(Relation index)
+{
+	dmindex_create_tree(index, INIT_FORKNUM, true);
+}
+
+char *
+dmbuildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case DMINDEX_PHASE_SCAN:
+			return "scanning table";
+		case DMINDEX_PHASE_SORT:
+			return "sorting entries";
+		case DMINDEX_PHASE_LOAD:
+			return "loading tree";
+		default:
+			return NULL;
+	}
+}

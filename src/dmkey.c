@@ -1,0 +1,570 @@
+/*
+ * dmkey.c — key encoding: the SQL-callable support functions of the dmindex
+ * operator classes, and the glue the access method uses to turn indexed
+ * values and scan keys into entries and entry ranges of the remote tree.
+ *
+ * Every operator class maps its type to a 64-bit unsigned key that sorts
+ * exactly like the type's btree order (support function 1), so the remote
+ * tree can compare plain integers.  Types of one operator family share one
+ * key domain: an int2, an int4 and an int8 with equal values have equal
+ * keys, and so do a float4 and a float8.  That makes cross-type scan keys
+ * exact: the argument of "int4col < 10::int8" is encoded with the int8
+ * function and compared with keys of int4 values.
+ *
+ * The domains:
+ *   integers, date, time, timestamp[tz], money:  signed value + 2^63
+ *   float4, float8:  the IEEE bits of the value as a double, with negative
+ *                    numbers' bits inverted and positive ones' sign bit set,
+ *                    after mapping -0 to +0 and every NaN to one NaN (they
+ *                    are all equal, and above +Infinity, for PostgreSQL)
+ *   oid:  the value;  bool:  0 or 1
+ *
+ * Support function 2 undoes the encoding for the types where that is exact
+ * (floats are not: -0 would come back as +0), which enables index-only
+ * scans.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/cash.h"
+#include "utils/date.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "dmam.h"
+
+#define DMKEY_SIGN			UINT64CONST(0x8000000000000000)
+
+/*
+ * The key of every NaN: the encoding of the canonical quiet NaN, which is
+ * above that of +Infinity (0xFFF0000000000000) like NaN is above +Infinity
+ * in PostgreSQL's float ordering.
+ */
+#define DMKEY_FLOAT_NAN		UINT64CONST(0xFFF8000000000000)
+
+/* The largest entry with a non-NULL key: an inclusive upper bound. */
+#define DMKEY_NONNULL_MAX	dm_entry_make(UINT64_MAX, DM_TID_MAX)
+
+/* ---- the encodings ------------------------------------------------------- */
+
+static inline uint64
+dmkey_from_int64(int64 v)
+{
+	return (uint64) v ^ DMKEY_SIGN;
+}
+
+static inline int64
+dmkey_to_int64(uint64 k)
+{
+	return (int64) (k ^ DMKEY_SIGN);
+}
+
+static inline uint64
+dmkey_from_float8(float8 v)
+{
+	uint64		bits;
+
+	if (isnan(v))
+		return DMKEY_FLOAT_NAN;
+	if (v == 0.0)
+		v = 0.0;				/* -0 == +0, so they must share a key */
+	memcpy(&bits, &v, sizeof(bits));
+
+	/*
+	 * Positive doubles already order like their bit patterns; setting the
+	 * sign bit puts them above all negative ones.  Negative doubles order in
+	 * reverse of their bit patterns, which inverting them all fixes (and
+	 * clears the sign bit).
+	 */
+	if (bits & DMKEY_SIGN)
+		return ~bits;
+	return bits | DMKEY_SIGN;
+}
+
+/* The result of an encode function: int8 holding the key's bits. */
+#define DMKEY_RETURN(k)		PG_RETURN_INT64((int64) (k))
+#define DMKEY_GETARG(n)		((uint64) PG_GETARG_INT64(n))
+
+/* The value of a key decoded for typname is outside that type's range. */
+static void
+dmkey_out_of_range(uint64 key, const char *typname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("dmindex key %lld does not encode a value of type %s",
+					(long long) (int64) key, typname)));
+}
+
+/* ---- the support functions (SQL-callable) ---------------------------------- */
+
+PG_FUNCTION_INFO_V1(dmindex_encode_int2);
+PG_FUNCTION_INFO_V1(dmindex_encode_int4);
+PG_FUNCTION_INFO_V1(dmindex_encode_int8);
+PG_FUNCTION_INFO_V1(dmindex_encode_float4);
+PG_FUNCTION_INFO_V1(dmindex_encode_float8);
+PG_FUNCTION_INFO_V1(dmindex_encode_date);
+PG_FUNCTION_INFO_V1(dmindex_encode_timestamp);
+PG_FUNCTION_INFO_V1(dmindex_encode_timestamptz);
+PG_FUNCTION_INFO_V1(dmindex_encode_time);
+PG_FUNCTION_INFO_V1(dmindex_encode_oid);
+PG_FUNCTION_INFO_V1(dmindex_encode_bool);
+PG_FUNCTION_INFO_V1(dmindex_encode_money);
+
+PG_FUNCTION_INFO_V1(dmindex_decode_int2);
+PG_FUNCTION_INFO_V1(dmindex_decode_int4);
+PG_FUNCTION_INFO_V1(dmindex_decode_int8);
+PG_FUNCTION_INFO_V1(dmindex_decode_date);
+PG_FUNCTION_INFO_V1(dmindex_decode_timestamp);
+PG_FUNCTION_INFO_V1(dmindex_decode_timestamptz);
+PG_FUNCTION_INFO_V1(dmindex_decode_time);
+PG_FUNCTION_INFO_V1(dmindex_decode_oid);
+PG_FUNCTION_INFO_V1(dmindex_decode_bool);
+PG_FUNCTION_INFO_V1(dmindex_decode_money);
+
+Datum
+dmindex_encode_int2(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_INT16(0)));
+}
+
+Datum
+dmindex_encode_int4(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_INT32(0)));
+}
+
+Datum
+dmindex_encode_int8(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_INT64(0)));
+}
+
+/* A float4 becomes a double exactly, as float48lt and friends do too. */
+Datum
+dmindex_encode_float4(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_float8((float8) PG_GETARG_FLOAT4(0)));
+}
+
+Datum
+dmindex_encode_float8(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_float8(PG_GETARG_FLOAT8(0)));
+}
+
+/* -infinity and infinity are INT32_MIN and INT32_MAX: they sort right. */
+Datum
+dmindex_encode_date(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_DATEADT(0)));
+}
+
+/* Likewise INT64_MIN and INT64_MAX for the timestamps. */
+Datum
+dmindex_encode_timestamp(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_TIMESTAMP(0)));
+}
+
+/* A timestamptz is a UTC instant: its order does not depend on TimeZone. */
+Datum
+dmindex_encode_timestamptz(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_TIMESTAMPTZ(0)));
+}
+
+Datum
+dmindex_encode_time(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_TIMEADT(0)));
+}
+
+/* Oids compare as unsigned 32-bit integers. */
+Datum
+dmindex_encode_oid(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN((uint64) PG_GETARG_OID(0));
+}
+
+Datum
+dmindex_encode_bool(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(PG_GETARG_BOOL(0) ? 1 : 0);
+}
+
+Datum
+dmindex_encode_money(PG_FUNCTION_ARGS)
+{
+	DMKEY_RETURN(dmkey_from_int64(PG_GETARG_CASH(0)));
+}
+
+/*
+ * The decode functions check that the key is one their type can produce:
+ * the index only holds such keys, but the functions are callable from SQL
+ * with any int8, and a value outside its type's range would confuse the
+ * type's output function.
+ */
+Datum
+dmindex_decode_int2(PG_FUNCTION_ARGS)
+{
+	uint64		key = DMKEY_GETARG(0);
+	int64		v = dmkey_to_int64(key);
+
+	if (v < PG_INT16_MIN || v > PG_INT16_MAX)
+		dmkey_out_of_range(key, "smallint");
+	PG_RETURN_INT16((int16) v);
+}
+
+Datum
+dmindex_decode_int4(PG_FUNCTION_ARGS)
+{
+	uint64		key = DMKEY_GETARG(0);
+	int64		v = dmkey_to_int64(key);
+
+	if (v < PG_INT32_MIN || v > PG_INT32_MAX)
+		dmkey_out_of_range(key, "integer");
+	PG_RETURN_INT32((int32) v);
+}
+
+Datum
+dmindex_decode_int8(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(dmkey_to_int64(DMKEY_GETARG(0)));
+}
+
+Datum
+dmindex_decode_date(PG_FUNCTION_ARGS)
+{
+	uint64		key = DMKEY_GETARG(0);
+	int64		v = dmkey_to_int64(key);
+	DateADT		d;
+
+	if (v < PG_INT32_MIN || v > PG_INT32_MAX)
+		dmkey_out_of_range(key, "date");
+	d = (DateADT) v;
+	if (!DATE_NOT_FINITE(d) && !IS_VALID_DATE(d))
+		dmkey_out_of_range(key, "date");
+	PG_RETURN_DATEADT(d);
+}
+
+static Timestamp
+dmkey_to_timestamp(uint64 key, const char *typname)
+{
+	Timestamp	t = dmkey_to_int64(key);
+
+	if (!TIMESTAMP_NOT_FINITE(t) && !IS_VALID_TIMESTAMP(t))
+		dmkey_out_of_range(key, typname);
+	return t;
+}
+
+Datum
+dmindex_decode_timestamp(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMP(dmkey_to_timestamp(DMKEY_GETARG(0),
+										   "timestamp without time zone"));
+}
+
+Datum
+dmindex_decode_timestamptz(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(dmkey_to_timestamp(DMKEY_GETARG(0),
+											 "timestamp with time zone"));
+}
+
+Datum
+dmindex_decode_time(PG_FUNCTION_ARGS)
+{
+	uint64		key = DMKEY_GETARG(0);
+	int64		v = dmkey_to_int64(key);
+
+	/* time accepts 24:00:00 itself, as time_in does */
+	if (v < 0 || v > USECS_PER_DAY)
+		dmkey_out_of_range(key, "time without time zone");
+	PG_RETURN_TIMEADT((TimeADT) v);
+}
+
+Datum
+dmindex_decode_oid(PG_FUNCTION_ARGS)
+{
+	uint64		key = DMKEY_GETARG(0);
+
+	if (key > PG_UINT32_MAX)
+		dmkey_out_of_range(key, "oid");
+	PG_RETURN_OID((Oid) key);
+}
+
+Datum
+dmindex_decode_bool(PG_FUNCTION_ARGS)
+{
+	uint64		key = DMKEY_GETARG(0);
+
+	if (key > 1)
+		dmkey_out_of_range(key, "boolean");
+	PG_RETURN_BOOL(key == 1);
+}
+
+Datum
+dmindex_decode_money(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_CASH((Cash) dmkey_to_int64(DMKEY_GETARG(0)));
+}
+
+/* ---- finding the encode function of a type -------------------------------- */
+
+/*
+ * The encode function of the indexed column's own type is cached by the
+ * relcache (index_getprocinfo).  Cross-type scan keys need the function the
+ * operator family has for the key's type; those are cached here, per
+ * backend, by (operator family, type).  A change to any pg_amproc row
+ * empties the cache, so ALTER OPERATOR FAMILY takes effect at once.
+ */
+typedef struct DmEncodeCacheKey
+{
+	Oid			opfamily;
+	Oid			typid;
+} DmEncodeCacheKey;
+
+typedef struct DmEncodeCacheEntry
+{
+	DmEncodeCacheKey key;		/* hash key: must be first */
+	FmgrInfo	finfo;
+} DmEncodeCacheEntry;
+
+static HTAB *dm_encode_cache = NULL;
+static bool dm_encode_cache_stale = false;
+
+/*
+ * Invalidation callback: only mark the cache stale.  It may run at any
+ * catalog access, possibly while a caller holds a pointer into the cache,
+ * so entries are dropped at the next lookup instead.
+ */
+static void
+dm_encode_cache_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	dm_encode_cache_stale = true;
+}
+
+static FmgrInfo *
+dm_encode_cache_lookup(Oid opfamily, Oid typid)
+{
+	DmEncodeCacheKey key;
+	DmEncodeCacheEntry *entry;
+	bool		found;
+	Oid			procid;
+
+	if (dm_encode_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(DmEncodeCacheKey);
+		ctl.entrysize = sizeof(DmEncodeCacheEntry);
+		ctl.hcxt = TopMemoryContext;
+		dm_encode_cache = hash_create("dmindex encode functions", 16, &ctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterSyscacheCallback(AMPROCNUM, dm_encode_cache_invalidate,
+									  (Datum) 0);
+		dm_encode_cache_stale = false;
+	}
+	else if (dm_encode_cache_stale)
+	{
+		HASH_SEQ_STATUS status;
+
+		dm_encode_cache_stale = false;
+		hash_seq_init(&status, dm_encode_cache);
+		while ((entry = hash_seq_search(&status)) != NULL)
+			hash_search(dm_encode_cache, &entry->key, HASH_REMOVE, NULL);
+	}
+
+	memset(&key, 0, sizeof(key));
+	key.opfamily = opfamily;
+	key.typid = typid;
+	entry = hash_search(dm_encode_cache, &key, HASH_FIND, &found);
+	if (found)
+		return &entry->finfo;
+
+	procid = get_opfamily_proc(opfamily, typid, typid, DMINDEX_ENCODE_PROC);
+	if (!OidIsValid(procid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("operator family %u of access method dmindex has no support function %d for type %s",
+						opfamily, DMINDEX_ENCODE_PROC, format_type_be(typid)),
+				 errdetail("A type used with the operator family needs a function that encodes its values.")));
+
+	/*
+	 * Look the function up before making the entry, so that an error
+	 * cannot leave an entry with no function behind.
+	 */
+	entry = hash_search(dm_encode_cache, &key, HASH_ENTER, &found);
+	fmgr_info_cxt(procid, &entry->finfo, TopMemoryContext);
+	return &entry->finfo;
+}
+
+/* The encode function for values of typid (InvalidOid: the column's type). */
+static FmgrInfo *
+dm_encode_proc(Relation index, Oid typid)
+{
+	if (!OidIsValid(typid) || typid == index->rd_opcintype[0])
+		return index_getprocinfo(index, 1, DMINDEX_ENCODE_PROC);
+	return dm_encode_cache_lookup(index->rd_opfamily[0], typid);
+}
+
+static inline uint64
+dm_encode_with(Relation index, FmgrInfo *proc, Datum value)
+{
+	return (uint64) DatumGetInt64(FunctionCall1Coll(proc,
+													index->rd_indcollation[0],
+													value));
+}
+
+/* ---- the interface of dmam.h ------------------------------------------------ */
+
+uint64
+dmindex_encode(Relation index, Oid typid, Datum value)
+{
+	return dm_encode_with(index, dm_encode_proc(index, typid), value);
+}
+
+dm_entry
+dmindex_make_entry(Relation index, Datum value, bool isnull, ItemPointer tid)
+{
+	uint64		packed = dmindex_tid_pack(tid);
+
+	if (isnull)
+		return dm_entry_null(packed);
+	return dm_entry_make(dm_encode_with(index,
+										index_getprocinfo(index, 1, DMINDEX_ENCODE_PROC),
+										value),
+						 packed);
+}
+
+bool
+dmindex_can_decode(Relation index)
+{
+	return OidIsValid(index_getprocid(index, 1, DMINDEX_DECODE_PROC));
+}
+
+Datum
+dmindex_decode(Relation index, uint64 key)
+{
+	return FunctionCall1Coll(index_getprocinfo(index, 1, DMINDEX_DECODE_PROC),
+							 index->rd_indcollation[0],
+							 Int64GetDatum((int64) key));
+}
+
+/* Raise the lower bound to (e, incl) if that is tighter. */
+static void
+dm_tighten_lo(dm_entry *lo, bool *lo_incl, dm_entry e, bool incl)
+{
+	int			c = dm_entry_cmp(e, *lo);
+
+	if (c > 0 || (c == 0 && !incl))
+	{
+		*lo = e;
+		*lo_incl = incl && (c > 0 || *lo_incl);
+	}
+}
+
+/* Lower the upper bound to (e, incl) if that is tighter. */
+static void
+dm_tighten_hi(dm_entry *hi, bool *hi_incl, dm_entry e, bool incl)
+{
+	int			c = dm_entry_cmp(e, *hi);
+
+	if (c < 0 || (c == 0 && !incl))
+	{
+		*hi = e;
+		*hi_incl = incl && (c < 0 || *hi_incl);
+	}
+}
+
+/*
+ * Like _bt_preprocess_keys, but simpler: there is one key column and every
+ * key's argument becomes a key in the one domain of the operator family, so
+ * all the keys together always describe a single range of entries.
+ */
+bool
+dmindex_keys_to_range(Relation index, ScanKey keys, int nkeys, dm_range *range)
+{
+	dm_entry	lo = DM_ENTRY_MIN;
+	bool		lo_incl = true;
+	dm_entry	hi = DM_ENTRY_INF;
+	bool		hi_incl = true;
+	int			i;
+	int			c;
+
+	for (i = 0; i < nkeys; i++)
+	{
+		ScanKey		key = &keys[i];
+		uint64		k;
+
+		if (key->sk_attno != 1)
+			elog(ERROR, "dmindex scan key on attribute %d, but the index has one column",
+				 key->sk_attno);
+		if (key->sk_flags & (SK_ROW_HEADER | SK_ROW_MEMBER | SK_SEARCHARRAY | SK_ORDER_BY))
+			elog(ERROR, "unsupported dmindex scan key flags 0x%x", key->sk_flags);
+
+		if (key->sk_flags & SK_ISNULL)
+		{
+			if (key->sk_flags & SK_SEARCHNULL)
+			{
+				/* NULL entries: key UINT64_MAX, DM_TID_NULL set in the tid */
+				dm_tighten_lo(&lo, &lo_incl, dm_entry_null(0), true);
+			}
+			else if (key->sk_flags & SK_SEARCHNOTNULL)
+				dm_tighten_hi(&hi, &hi_incl, DMKEY_NONNULL_MAX, true);
+			else
+				return false;	/* "col op NULL" is never true */
+			continue;
+		}
+
+		k = dmindex_encode(index, key->sk_subtype, key->sk_argument);
+		switch (key->sk_strategy)
+		{
+			case BTLessStrategyNumber:
+				dm_tighten_hi(&hi, &hi_incl, dm_key_hi(k, 0), false);
+				break;
+			case BTLessEqualStrategyNumber:
+				dm_tighten_hi(&hi, &hi_incl, dm_key_hi(k, 1), true);
+				break;
+			case BTEqualStrategyNumber:
+				dm_tighten_lo(&lo, &lo_incl, dm_key_lo(k, 1), true);
+				dm_tighten_hi(&hi, &hi_incl, dm_key_hi(k, 1), true);
+				break;
+			case BTGreaterEqualStrategyNumber:
+				dm_tighten_lo(&lo, &lo_incl, dm_key_lo(k, 1), true);
+				break;
+			case BTGreaterStrategyNumber:
+				dm_tighten_lo(&lo, &lo_incl, dm_key_lo(k, 0), false);
+				break;
+			default:
+				elog(ERROR, "invalid dmindex strategy number %d",
+					 key->sk_strategy);
+		}
+
+		/* an ordinary comparison is never true for NULL */
+		dm_tighten_hi(&hi, &hi_incl, DMKEY_NONNULL_MAX, true);
+	}
+
+	c = dm_entry_cmp(lo, hi);
+	if (c > 0 || (c == 0 && !(lo_incl && hi_incl)))
+		return false;
+
+	range->lo = lo;
+	range->lo_incl = lo_incl;
+	range->hi = hi;
+	range->hi_incl = hi_incl;
+	range->backward = 0;
+	return true;
+}

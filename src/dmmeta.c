@@ -1,0 +1,396 @@
+/*
+ * dmmeta.c — the metapage (block 0) of a dmindex index and the remote tree
+ * it names: creating the tree for a new relfilenode, opening it (cached per
+ * backend), and checking that the memnodes still hold it.
+ *
+ * An index's tree is named in its home memnode's catalog by (system
+ * identifier, database, relfilenode, creating transaction id), so REINDEX,
+ * TRUNCATE and a rolled-back CREATE INDEX, which all get a new relfilenode,
+ * always build a new tree; dmgc.c frees the trees nothing refers to.
+ *
+ * The metapage also records each memnode's incarnation at build time.  A
+ * memnode that restarted has an empty region under a new incarnation, so
+ * the index has lost its data: that is reported as ERRCODE_INDEX_CORRUPTED
+ * with a hint to REINDEX, never answered with wrong rows.
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "dmam.h"
+
+/* The per-backend cache of open trees, by index OID. */
+typedef struct DmTreeCacheEntry
+{
+	Oid			indexoid;		/* hash key */
+	Oid			relfilenode;
+	uint64		client_generation;
+	dm_tree    *tree;
+} DmTreeCacheEntry;
+
+static HTAB *tree_cache = NULL;
+
+static DmIndexOptions *
+index_options(Relation index)
+{
+	return (DmIndexOptions *) index->rd_options;
+}
+
+void
+dmindex_tree_error(Relation index, dm_tree *tree, int status)
+{
+	const char *detail = tree ? dm_tree_error(tree) : "";
+
+	switch (status)
+	{
+		case DM_ERR_INCARNATION:
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has lost its data: a memory node restarted",
+							RelationGetRelationName(index)),
+					 errdetail("%s", detail),
+					 errhint("REINDEX the index.")));
+			break;
+		case DM_ERR_CORRUPT:
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
+					 errdetail("%s", detail),
+					 errhint("REINDEX the index.")));
+			break;
+		case DM_ERR_INVALID:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("invalid operation on index \"%s\"", RelationGetRelationName(index)),
+					 errdetail("%s", detail)));
+			break;
+		default:
+			/* transport failures: the client's message names the memnode */
+			dmindex_raise(status, dmindex_get_client(), NULL);
+	}
+	pg_unreachable();
+}
+
+void
+dmindex_read_meta(Relation index, DmMetaPageData *meta)
+{
+	Buffer		buf;
+	Page		page;
+
+	if (RelationGetNumberOfBlocks(index) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has no metapage", RelationGetRelationName(index)),
+				 errhint("REINDEX the index.")));
+	buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	memcpy(meta, PageGetContents(page), sizeof(*meta));
+	UnlockReleaseBuffer(buf);
+	if (meta->magic != DMINDEX_META_MAGIC || meta->version != DMINDEX_META_VERSION ||
+		meta->nmemnodes == 0 || meta->nmemnodes > DMINDEX_MAX_MEMNODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a dmindex index or has an unsupported version",
+						RelationGetRelationName(index)),
+				 errhint("REINDEX the index.")));
+}
+
+/*
+ * Connect to every configured memnode that answers and return the client.
+ * Memnodes that do not answer are only an error if the index needs them,
+ * which the caller finds out.
+ */
+static dm_client *
+connect_all(void)
+{
+	dm_client  *client = dmindex_get_client();
+	int			reachable = 0;
+	int			last = DM_OK;
+
+	if (dmindex_memnode_list->count == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("no memory nodes are configured"),
+				 errhint("Set dmindex.memnodes to the host:port of one or more dmindex-memnode processes.")));
+	for (int i = 0; i < dmindex_memnode_list->count; i++)
+	{
+		uint16		id;
+		int			rc = dmindex_connect(client, dmindex_memnode_list->addresses[i], false, &id);
+
+		if (rc == DM_OK)
+			reachable++;
+		else if (rc == DM_ERR_INTERRUPTED)
+			dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
+		else
+			last = rc;
+	}
+	if (reachable == 0)
+		dmindex_raise(last, client, dmindex_memnode_list->count == 1 ?
+					  dmindex_memnode_list->addresses[0] : NULL);
+	return client;
+}
+
+/* The connection to memnode id, or an error naming what is wrong. */
+static void
+require_memnode(Relation index, dm_client *client, uint16 id, uint64 incarnation)
+{
+	dm_node_info info;
+
+	if (!dmindex_node_info(client, id, &info))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("index \"%s\" needs memory node %u, which is not reachable",
+						RelationGetRelationName(index), id),
+				 errdetail("%s", dm_client_error(client)),
+				 errhint("Check that the memnode with --id %u is running and listed in dmindex.memnodes.", id)));
+	if (info.status == DM_ERR_INCARNATION ||
+		(incarnation != 0 && info.incarnation != incarnation) ||
+		(info.seen_incarnation != 0 && info.seen_incarnation != incarnation && incarnation != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has lost its data: memory node %u restarted",
+						RelationGetRelationName(index), id),
+				 errdetail("The index was built on incarnation %016llx; the memnode at %s now has incarnation %016llx.",
+						   (unsigned long long) incarnation, info.address,
+						   (unsigned long long) (info.seen_incarnation ? info.seen_incarnation : info.incarnation)),
+				 errhint("REINDEX the index.")));
+	if (info.status != DM_OK)
+		dmindex_raise(info.status, client, info.address);
+}
+
+/* Lay the metapage into page (a zeroed BLCKSZ buffer or a locked buffer page). */
+static void
+fill_metapage(Page page, const DmMetaPageData *meta)
+{
+	PageInit(page, BLCKSZ, 0);
+	memcpy(PageGetContents(page), meta, sizeof(*meta));
+	/* pd_lower past the data so full-page images may omit the hole */
+	((PageHeader) page)->pd_lower = ((char *) PageGetContents(page) + sizeof(*meta)) - (char *) page;
+}
+
+/* Write the metapage to block 0 of the main fork (WAL-logged when the index is). */
+static void
+write_main_metapage(Relation index, const DmMetaPageData *meta, bool extend)
+{
+	Buffer		buf;
+	GenericXLogState *state;
+	Page		page;
+
+	buf = extend ? ReadBuffer(index, P_NEW) : ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	Assert(BufferGetBlockNumber(buf) == DMINDEX_METAPAGE_BLKNO);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+	fill_metapage(page, meta);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Memnodes the new tree spreads over: the "memnodes" reloption, else all. */
+static int
+placement_memnodes(Relation index, dm_client *client, uint16 *ids, uint64 *incs)
+{
+	DmIndexOptions *opts = index_options(index);
+	DmMemnodeList *list = dmindex_memnode_list;
+	int			n = 0;
+
+	if (opts && opts->memnodes_offset)
+	{
+		char		errbuf[256];
+
+		list = dmindex_parse_memnodes((char *) opts + opts->memnodes_offset, palloc, errbuf, sizeof(errbuf));
+		if (list == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for option \"memnodes\""),
+					 errdetail("%s", errbuf)));
+	}
+	for (int i = 0; i < list->count; i++)
+	{
+		uint16		id;
+		int			rc = dmindex_connect(client, list->addresses[i], false, &id);
+		dm_node_info info;
+
+		if (rc != DM_OK)
+			dmindex_raise(rc, client, list->addresses[i]);
+		if (n == DMINDEX_MAX_MEMNODES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("an index can use at most %d memory nodes", DMINDEX_MAX_MEMNODES)));
+		dmindex_node_info(client, id, &info);
+		ids[n] = id;
+		incs[n] = info.incarnation;
+		n++;
+	}
+	return n;
+}
+
+dm_tree *
+dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
+{
+	DmIndexOptions *opts = index_options(index);
+	DmMetaPageData meta;
+	dm_client  *client;
+	dm_tree_opts to;
+	dm_tree    *tree;
+	int			rc;
+
+	memset(&meta, 0, sizeof(meta));
+	meta.magic = DMINDEX_META_MAGIC;
+	meta.version = DMINDEX_META_VERSION;
+	meta.node_size = opts ? opts->node_size : 1024;
+	meta.fillfactor = opts ? opts->fillfactor : 90;
+	meta.placement_level = opts ? opts->placement_level : 1;
+
+	if (forkNum == INIT_FORKNUM)
+	{
+		/*
+		 * The init fork of an unlogged index: no tree yet.  After a crash the
+		 * main fork is reset to this page, and the first use builds a fresh,
+		 * empty tree (the unlogged table is empty then too).
+		 */
+		Page		page = (Page) palloc0(BLCKSZ);
+
+		meta.flags = DMINDEX_META_UNLOGGED_INIT;
+		meta.nmemnodes = 1;
+		fill_metapage(page, &meta);
+		PageSetChecksumInplace(page, DMINDEX_METAPAGE_BLKNO);
+		smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, DMINDEX_METAPAGE_BLKNO, (char *) page, true);
+		log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+					DMINDEX_METAPAGE_BLKNO, page, true);
+		smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+		pfree(page);
+		return NULL;
+	}
+
+	client = connect_all();
+	memset(&to, 0, sizeof(to));
+	to.node_size = meta.node_size;
+	to.placement_level = (int) meta.placement_level;
+	to.nmemnodes = placement_memnodes(index, client, to.memnodes, meta.incarnations);
+	meta.nmemnodes = (uint16) to.nmemnodes;
+	memcpy(meta.memnodes, to.memnodes, sizeof(meta.memnodes));
+	meta.home = to.memnodes[0];
+	dm_tree_name_pg(&meta.tree, GetSystemIdentifier(), MyDatabaseId,
+					index->rd_node.relNode, GetTopTransactionId());
+
+	rc = dm_tree_create_new(client, meta.home, &meta.tree, &to, &tree);
+	if (rc != DM_OK)
+	{
+		if (rc == DM_ERR_INVALID)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid options for index \"%s\"", RelationGetRelationName(index))));
+		dmindex_raise(rc, client, NULL);
+	}
+	meta.tree_id = dm_tree_id(tree);
+	/* a tree this transaction created is freed if it aborts */
+	if (transactional)
+		dmindex_gc_note_created(&meta);
+
+	write_main_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
+	return tree;
+}
+
+static void
+forget_cached(DmTreeCacheEntry *e)
+{
+	if (e->tree)
+		dm_tree_close(e->tree);
+	e->tree = NULL;
+}
+
+dm_tree *
+dmindex_open_tree(Relation index)
+{
+	DmTreeCacheEntry *e;
+	bool		found;
+	DmMetaPageData meta;
+	dm_client  *client;
+	int			rc;
+
+	if (tree_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(DmTreeCacheEntry);
+		ctl.hcxt = TopMemoryContext;
+		tree_cache = hash_create("dmindex open trees", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	client = dmindex_get_client();
+	e = hash_search(tree_cache, &RelationGetRelid(index), HASH_ENTER, &found);
+	if (!found)
+		e->tree = NULL;
+	if (e->tree && e->relfilenode == index->rd_node.relNode &&
+		e->client_generation == dmindex_client_generation())
+		return e->tree;
+	forget_cached(e);
+
+	dmindex_read_meta(index, &meta);
+	if (meta.flags & DMINDEX_META_UNLOGGED_INIT)
+	{
+		/* an unlogged index after a crash reset (or just built empty): make its tree */
+		Buffer		buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
+
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
+		UnlockReleaseBuffer(buf);
+		if (meta.flags & DMINDEX_META_UNLOGGED_INIT)
+		{
+			dm_tree    *t = dmindex_create_tree(index, MAIN_FORKNUM, false);
+
+			dm_tree_close(t);
+		}
+		dmindex_read_meta(index, &meta);
+	}
+
+	/*
+	 * CREATE DATABASE copies indexes file by file: a copy would share the
+	 * template's tree (and corrupt it with the copy's writes).
+	 */
+	if (meta.tree.dboid != MyDatabaseId || meta.tree.sysid != GetSystemIdentifier())
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" belongs to another database or cluster",
+						RelationGetRelationName(index)),
+				 errdetail("It was copied (by CREATE DATABASE or a file-level copy) from the index whose remote tree it names."),
+				 errhint("REINDEX the index.")));
+	client = connect_all();
+	for (int i = 0; i < meta.nmemnodes; i++)
+		require_memnode(index, client, meta.memnodes[i], meta.incarnations[i]);
+	rc = dm_tree_open_existing(client, meta.home, &meta.tree, &e->tree);
+	if (rc == DM_ERR_NOTFOUND)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("the remote tree of index \"%s\" does not exist", RelationGetRelationName(index)),
+				 errdetail("Memory node %u has no tree for relfilenode %u.", meta.home, meta.tree.relfilenode),
+				 errhint("REINDEX the index.")));
+	if (rc != DM_OK)
+	{
+		e->tree = NULL;
+		dmindex_raise(rc, client, NULL);
+	}
+	if (dm_tree_id(e->tree) != meta.tree_id)
+	{
+		forget_cached(e);
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("the remote tree of index \"%s\" is not the one it was built with",
+						RelationGetRelationName(index)),
+				 errhint("REINDEX the index.")));
+	}
+	e->relfilenode = index->rd_node.relNode;
+	e->client_generation = dmindex_client_generation();
+	return e->tree;
+}

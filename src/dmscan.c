@@ -1,0 +1,273 @@
+/*
+ * dmscan.c — index scans for dmindex: plain (ordered, both directions,
+ * with direction changes for scrollable cursors), index-only (for opclasses
+ * that can decode their keys) and bitmap scans.
+ *
+ * The scan keys become one entry range (dmkey.c).  Two sorted streams are
+ * merged: the remote tree's iterator (dm_tree_scan.c keeps a private copy of
+ * the current leaf, like nbtree's BTScanPosData) and this transaction's own
+ * entries that are still in the insert buffer (dminsert.c), which no other
+ * backend can see yet but this transaction must.
+ */
+#include "postgres.h"
+
+#include "access/itup.h"
+#include "access/relscan.h"
+#include "miscadmin.h"
+#include "nodes/tidbitmap.h"
+#include "pgstat.h"
+#include "utils/rel.h"
+
+#include "dmam.h"
+
+/*
+ * DmScanOpaqueData — the state of one scan.
+ *
+ *	tree		the index's remote tree (cached handle, see dmmeta.c)
+ *	range		entries the scan keys allow; range_ok is false when none can
+ *				match (then nothing is read at all)
+ *	iter		remote iterator over range in the current direction, opened
+ *				lazily; NULL once exhausted or before the first call
+ *	rnext		lookahead: the remote stream's next entry (has_rnext)
+ *	pend		a copy of the transaction's buffered entries inside range
+ *				(sorted), npend of them; ppos is the next one to merge in the
+ *				current direction
+ *	dir			direction of the streams as opened
+ *	has_last	an entry has been returned; last is it.  A change of
+ *				direction reopens both streams strictly beyond last.
+ */
+typedef struct DmScanOpaqueData
+{
+	dm_tree    *tree;
+	dm_range	range;
+	bool		range_ok;
+	dm_iter    *iter;
+	bool		has_rnext;
+	dm_entry	rnext;
+	bool		remote_done;
+	dm_entry   *pend;
+	int			npend;
+	int			ppos;
+	ScanDirection dir;
+	bool		started;
+	bool		has_last;
+	dm_entry	last;
+} DmScanOpaqueData;
+
+typedef DmScanOpaqueData *DmScanOpaque;
+
+IndexScanDesc
+dmbeginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	DmScanOpaque so = palloc0(sizeof(DmScanOpaqueData));
+
+	scan->opaque = so;
+	scan->xs_itupdesc = RelationGetDescr(index);
+	return scan;
+}
+
+static void
+close_streams(DmScanOpaque so)
+{
+	if (so->iter)
+		dm_iter_close(so->iter);
+	so->iter = NULL;
+	so->has_rnext = false;
+	so->remote_done = false;
+	if (so->pend)
+		pfree(so->pend);
+	so->pend = NULL;
+	so->npend = 0;
+	so->ppos = 0;
+	so->started = false;
+}
+
+void
+dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+	close_streams(so);
+	so->has_last = false;
+	so->range_ok = dmindex_keys_to_range(scan->indexRelation, scan->keyData,
+										 scan->numberOfKeys, &so->range);
+}
+
+/* Is e inside the scan's range (direction aside)? */
+static bool
+in_range(const dm_range *r, dm_entry e)
+{
+	int			lo = dm_entry_cmp(e, r->lo);
+	int			hi = dm_entry_cmp(e, r->hi);
+
+	return (lo > 0 || (lo == 0 && r->lo_incl)) && (hi < 0 || (hi == 0 && r->hi_incl));
+}
+
+/* Open both streams in direction dir, strictly beyond the last returned entry. */
+static void
+open_streams(IndexScanDesc scan, ScanDirection dir)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+	dm_range	r = so->range;
+	const dm_entry *pend;
+	int			npend;
+	int			rc;
+
+	close_streams(so);
+	so->dir = dir;
+	so->started = true;
+	r.backward = ScanDirectionIsBackward(dir);
+	if (so->has_last)
+	{
+		/* a direction change: continue on the far side of what was returned */
+		if (r.backward)
+		{
+			r.hi = so->last;
+			r.hi_incl = 0;
+		}
+		else
+		{
+			r.lo = so->last;
+			r.lo_incl = 0;
+		}
+	}
+	if (so->tree == NULL)
+		so->tree = dmindex_open_tree(scan->indexRelation);
+	rc = dm_iter_open(so->tree, &r, &so->iter);
+	if (rc != DM_OK)
+		dmindex_tree_error(scan->indexRelation, so->tree, rc);
+
+	pend = dmindex_pending_entries(scan->indexRelation, &npend);
+	if (npend > 0)
+	{
+		so->pend = palloc(sizeof(dm_entry) * npend);
+		for (int i = 0; i < npend; i++)
+			if (in_range(&r, pend[i]))
+				so->pend[so->npend++] = pend[i];
+	}
+	so->ppos = r.backward ? so->npend - 1 : 0;
+}
+
+/* The next entry of the merged streams, or false at the end. */
+static bool
+next_entry(IndexScanDesc scan, dm_entry *out)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+	bool		backward = ScanDirectionIsBackward(so->dir);
+	bool		has_pend;
+	int			c;
+
+	if (!so->has_rnext && !so->remote_done)
+	{
+		int			rc = dm_iter_next(so->iter, &so->rnext);
+
+		if (rc < 0)
+			dmindex_tree_error(scan->indexRelation, so->tree, -rc);
+		if (rc == 1)
+			so->has_rnext = true;
+		else
+			so->remote_done = true;
+	}
+	has_pend = backward ? so->ppos >= 0 : so->ppos < so->npend;
+	if (!so->has_rnext && !has_pend)
+		return false;
+	if (!has_pend)
+		c = -1;
+	else if (!so->has_rnext)
+		c = 1;
+	else
+	{
+		c = dm_entry_cmp(so->rnext, so->pend[so->ppos]);
+		if (backward)
+			c = -c;
+	}
+	/* c < 0: remote first; c > 0: buffered first; 0: the same entry in both */
+	if (c <= 0)
+	{
+		*out = so->rnext;
+		so->has_rnext = false;
+		if (c == 0)
+			so->ppos += backward ? -1 : 1;
+	}
+	else
+	{
+		*out = so->pend[so->ppos];
+		so->ppos += backward ? -1 : 1;
+	}
+	return true;
+}
+
+bool
+dmgettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+	dm_entry	e;
+
+	if (!so->range_ok)
+		return false;
+	if (!so->started || so->dir != dir)
+	{
+		if (!so->started)
+			pgstat_count_index_scan(scan->indexRelation);
+		open_streams(scan, dir);
+	}
+	CHECK_FOR_INTERRUPTS();
+	if (!next_entry(scan, &e))
+		return false;
+	so->has_last = true;
+	so->last = e;
+	dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &scan->xs_heaptid);
+	/* keys encode values exactly: the index's answer needs no recheck */
+	scan->xs_recheck = false;
+	if (scan->xs_want_itup)
+	{
+		bool		isnull = dm_entry_is_null(e);
+		Datum		value = isnull ? (Datum) 0 : dmindex_decode(scan->indexRelation, e.key);
+
+		scan->xs_itup = index_form_tuple(scan->xs_itupdesc, &value, &isnull);
+	}
+	return true;
+}
+
+int64
+dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+	ItemPointerData tids[256];
+	int			n = 0;
+	int64		total = 0;
+	dm_entry	e;
+
+	if (!so->range_ok)
+		return 0;
+	pgstat_count_index_scan(scan->indexRelation);
+	open_streams(scan, ForwardScanDirection);
+	while (next_entry(scan, &e))
+	{
+		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tids[n++]);
+		if (n == lengthof(tids))
+		{
+			tbm_add_tuples(tbm, tids, n, false);
+			total += n;
+			n = 0;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	if (n > 0)
+		tbm_add_tuples(tbm, tids, n, false);
+	total += n;
+	close_streams(so);
+	return total;
+}
+
+void
+dmendscan(IndexScanDesc scan)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+
+	close_streams(so);
+	pfree(so);
+}

@@ -1,0 +1,95 @@
+/*
+ * dmvacuum.c — VACUUM for dmindex: ambulkdelete walks the whole remote tree
+ * in order, asks VACUUM's callback about each entry's tid, and deletes the
+ * dead ones in sorted batches (each leaf locked and written once per
+ * batch).  If a delete cannot be confirmed the error propagates: VACUUM must
+ * fail rather than let the heap reuse line pointers an entry still points
+ * to.  amvacuumcleanup collects the remote trees of dropped indexes
+ * (dmgc.c).
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "commands/vacuum.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "dmam.h"
+
+#define DELETE_BATCH 1024
+
+IndexBulkDeleteResult *
+dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+			 IndexBulkDeleteCallback callback, void *callback_state)
+{
+	Relation	index = info->index;
+	dm_tree    *tree = dmindex_open_tree(index);
+	dm_range	all = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 0, 0};
+	dm_iter    *it;
+	dm_entry   *dead = palloc(sizeof(dm_entry) * DELETE_BATCH);
+	int			ndead = 0;
+	double		kept = 0;
+	dm_entry	e;
+	int			rc;
+
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	if ((rc = dm_iter_open(tree, &all, &it)) != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+	for (;;)
+	{
+		ItemPointerData tid;
+
+		rc = dm_iter_next(it, &e);
+		if (rc == 1)
+		{
+			dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tid);
+			if (callback(&tid, callback_state))
+				dead[ndead++] = e;
+			else
+				kept++;
+		}
+		if (ndead == DELETE_BATCH || (rc != 1 && ndead > 0))
+		{
+			int			removed = 0;
+			int			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
+
+			if (drc != DM_OK)
+			{
+				dm_iter_close(it);
+				dmindex_tree_error(index, tree, drc);
+			}
+			/* entries are only deleted by VACUUM, one at a time per index */
+			stats->tuples_removed += removed;
+			ndead = 0;
+		}
+		if (rc != 1)
+			break;
+		vacuum_delay_point();
+	}
+	dm_iter_close(it);
+	if (rc < 0)
+		dmindex_tree_error(index, tree, -rc);
+	pfree(dead);
+	stats->num_index_tuples = kept;
+	stats->num_pages = RelationGetNumberOfBlocks(index);
+	stats->estimated_count = false;
+	return stats;
+}
+
+IndexBulkDeleteResult *
+dmvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	if (info->analyze_only)
+		return stats;
+
+	/* trees of indexes dropped, rebuilt or rolled back in this database */
+	dmindex_gc_database(false);
+
+	/*
+	 * No bulk delete ran: nothing changed, and counting the entries would
+	 * read every node remotely; like nbtree, report nothing.
+	 */
+	return stats;
+}
