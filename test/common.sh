@@ -18,7 +18,13 @@ start_memnode() {
     local dir=$1 port=$2; shift 2
     local bin=${DM_MEMNODE:-$ROOT/build/dmindex-memnode}
     local out=$dir/memnode-$port.out
-    as_user bash -c "exec '$bin' --listen 127.0.0.1:$port $* >'$out' 2>'$dir/memnode-$port.log'" &
+    # started directly (not through a shell function, which would leave a
+    # waiting subshell holding the caller's stdout open)
+    if [ "$(id -un)" = "$DM_USER" ]; then
+        "$bin" --listen "127.0.0.1:$port" "$@" >"$out" 2>"$dir/memnode-$port.log" </dev/null &
+    else
+        runuser -u "$DM_USER" -- "$bin" --listen "127.0.0.1:$port" "$@" >"$out" 2>"$dir/memnode-$port.log" </dev/null &
+    fi
     local pid=$!
     for _ in $(seq 1 100); do
         if grep -q '^dmindex-memnode ready' "$out" 2>/dev/null; then

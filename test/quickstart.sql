@@ -1,6 +1,25 @@
--- The main job of the quickstart: a PostgreSQL backend talking to the
--- memnode.  (When the access method lands, this creates a dmindex index and
--- runs a range query on it.)
+-- The main job of the quickstart: a table, a dmindex index whose B+-tree
+-- lives in the memnode, and a range query answered through it.
+\set ON_ERROR_STOP 1
 CREATE EXTENSION IF NOT EXISTS dmindex;
 \echo 'memnodes this instance uses:'
-SELECT * FROM dmindex_memnodes();
+SELECT address, node_id, reachable, backend, incarnation FROM dmindex_memnodes();
+
+DROP TABLE IF EXISTS orders;
+CREATE TABLE orders (id int8, amount int4, placed date);
+INSERT INTO orders
+  SELECT g, (g * 7919) % 100000, date '2026-01-01' + (g % 365)
+  FROM generate_series(1, 200000) g;
+\timing on
+CREATE INDEX orders_amount_dm ON orders USING dmindex (amount);
+\timing off
+ANALYZE orders;
+\echo 'the remote tree:'
+SELECT * FROM dmindex_stats('orders_amount_dm');
+
+\echo 'a range query through the index:'
+EXPLAIN (COSTS OFF) SELECT id, amount FROM orders WHERE amount BETWEEN 5000 AND 5010 ORDER BY amount;
+SELECT id, amount FROM orders WHERE amount BETWEEN 5000 AND 5010 ORDER BY amount;
+
+\echo 'the index agrees with the table:'
+SELECT * FROM dmindex_check('orders_amount_dm', true);
