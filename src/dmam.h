@@ -180,6 +180,8 @@ extern void dmendscan(IndexScanDesc scan);
 /* ---- garbage collection of remote trees (dmgc.c) ----------------------------------- */
 
 extern void dmindex_gc_init(void);	/* hooks, from _PG_init */
+/* Free every tree of this database named by relfilenode (an unlogged index's pre-crash trees). */
+extern void dmindex_gc_free_relfilenode(Oid relfilenode);
 /* This transaction created the tree: free it if the transaction aborts. */
 extern void dmindex_gc_note_created(const DmMetaPageData *meta);
 /* Free trees of this database whose index no longer exists; returns how many. */

@@ -286,7 +286,13 @@ note_index_drop(Oid relid)
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
 		UnlockReleaseBuffer(buf);
-		if (meta.magic == DMINDEX_META_MAGIC && !(meta.flags & DMINDEX_META_UNLOGGED_INIT))
+		/*
+		 * Only a tree this index owns: a copy made by CREATE DATABASE names
+		 * the template's tree, which must survive the copy's drop.
+		 */
+		if (meta.magic == DMINDEX_META_MAGIC && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
+			meta.tree.sysid == GetSystemIdentifier() && meta.tree.dboid == MyDatabaseId &&
+			meta.tree.relfilenode == index->rd_node.relNode)
 			note(&dropped_trees, &meta);
 	}
 	index_close(index, NoLock);
@@ -358,6 +364,30 @@ live_relfilenodes(int *n)
 	table_close(rel, AccessShareLock);
 	qsort(out, *n, sizeof(Oid), oid_cmp);
 	return out;
+}
+
+void
+dmindex_gc_free_relfilenode(Oid relfilenode)
+{
+	dm_client  *client = dmindex_get_client();
+
+	for (int i = 0; i < dmindex_memnode_list->count; i++)
+	{
+		uint16		id;
+		dm_tree_info *trees = NULL;
+		int			n = 0, cap = 0, rc;
+
+		if (dmindex_connect(client, dmindex_memnode_list->addresses[i], false, &id) != DM_OK)
+			continue;
+		if ((rc = list_trees(client, id, MyDatabaseId, &trees, &n, &cap)) != DM_OK)
+			dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
+		for (int k = 0; k < n; k++)
+			if (trees[k].name.relfilenode == relfilenode &&
+				(rc = free_tree_quietly(client, &trees[k].name, id)) != DM_OK && rc != DM_ERR_NOTFOUND)
+				dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
+		if (trees)
+			pfree(trees);
+	}
 }
 
 int64

@@ -21,6 +21,7 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -127,7 +128,8 @@ connect_all(void)
 		uint16		id;
 		int			rc = dmindex_connect(client, dmindex_memnode_list->addresses[i], false, &id);
 
-		if (rc == DM_OK)
+		/* a restarted memnode is reachable; whether that is fatal depends on the index */
+		if (rc == DM_OK || rc == DM_ERR_INCARNATION)
 			reachable++;
 		else if (rc == DM_ERR_INTERRUPTED)
 			dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
@@ -146,6 +148,19 @@ require_memnode(Relation index, dm_client *client, uint16 id, uint64 incarnation
 {
 	dm_node_info info;
 
+	/*
+	 * A memnode this backend saw restart: if the index was built on its new
+	 * incarnation (REINDEX after the restart, maybe in another session),
+	 * switch this backend's connection over to it; otherwise the index has
+	 * lost its data.
+	 */
+	if (dmindex_node_info(client, id, &info) && info.status == DM_ERR_INCARNATION)
+	{
+		(void) dm_client_reconnect(client, id);		/* refresh the incarnation we see */
+		if (dmindex_node_info(client, id, &info) && incarnation != 0 &&
+			info.seen_incarnation == incarnation)
+			(void) dm_client_accept_incarnation(client, id);
+	}
 	if (!dmindex_node_info(client, id, &info))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -218,7 +233,8 @@ placement_memnodes(Relation index, dm_client *client, uint16 *ids, uint64 *incs)
 	for (int i = 0; i < list->count; i++)
 	{
 		uint16		id;
-		int			rc = dmindex_connect(client, list->addresses[i], false, &id);
+		/* a new tree may go on whatever incarnation the memnode has now */
+		int			rc = dmindex_connect(client, list->addresses[i], true, &id);
 		dm_node_info info;
 
 		if (rc != DM_OK)
@@ -332,26 +348,33 @@ dmindex_open_tree(Relation index)
 	e = hash_search(tree_cache, &RelationGetRelid(index), HASH_ENTER, &found);
 	if (!found)
 		e->tree = NULL;
+	/* the metapage is a shared-buffer hit: cheap enough to check every time */
+	dmindex_read_meta(index, &meta);
 	if (e->tree && e->relfilenode == index->rd_node.relNode &&
-		e->client_generation == dmindex_client_generation())
+		e->client_generation == dmindex_client_generation() &&
+		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT))
 		return e->tree;
 	forget_cached(e);
 
-	dmindex_read_meta(index, &meta);
 	if (meta.flags & DMINDEX_META_UNLOGGED_INIT)
 	{
-		/* an unlogged index after a crash reset (or just built empty): make its tree */
-		Buffer		buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
-		UnlockReleaseBuffer(buf);
+		/*
+		 * An unlogged index reset after a crash: make its (empty) tree.  One
+		 * backend does it, under a heavyweight lock on the metapage; the
+		 * trees this storage had before the crash are garbage now.
+		 */
+		LockPage(index, DMINDEX_METAPAGE_BLKNO, ExclusiveLock);
+		dmindex_read_meta(index, &meta);
 		if (meta.flags & DMINDEX_META_UNLOGGED_INIT)
 		{
-			dm_tree    *t = dmindex_create_tree(index, MAIN_FORKNUM, false);
+			dm_tree    *t;
 
+			(void) connect_all();
+			dmindex_gc_free_relfilenode(index->rd_node.relNode);
+			t = dmindex_create_tree(index, MAIN_FORKNUM, false);
 			dm_tree_close(t);
 		}
+		UnlockPage(index, DMINDEX_METAPAGE_BLKNO, ExclusiveLock);
 		dmindex_read_meta(index, &meta);
 	}
 

@@ -5,6 +5,8 @@
 #      and shm, robustness, failure; each assertion counts.
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
 #      memnode; each test file counts.
+#   3. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
+#      DROP DATABASE; each assertion counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
 # memnode as user postgres).  Exit status 0 iff nothing failed.
 set -uo pipefail
@@ -74,6 +76,19 @@ CONF
 else
     failed=$((failed + 1))
 fi
+
+echo "== TAP tests (several servers, crashes, restarts)"
+tap_out=$(mktemp)
+bash test/run-tap-tests.sh 2>&1 | tee "$tap_out"
+line=$(grep -E '^TAP tests: [0-9]+ passed, [0-9]+ failed' "$tap_out" | tail -n 1)
+if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | sed -E 's/^TAP tests: ([0-9]+) passed.*/\1/')))
+    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+else
+    echo "TAP tests printed no summary"
+    failed=$((failed + 1))
+fi
+rm -f "$tap_out"
 
 echo
 echo "$passed passed, $failed failed"

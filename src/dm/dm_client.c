@@ -546,8 +546,9 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 	/* send every tcp frame first, so the memnodes work in parallel */
 	deadline = dm_deadline(c->opts.op_timeout_ms);
 	for (int t = 0; t < ntouched; t++)
+		sent[t] = 0;			/* all of them: the loop below may stop early */
+	for (int t = 0; t < ntouched; t++)
 	{
-		sent[t] = 0;
 		if (touched[t]->backend == DM_BACKEND_TCP)
 		{
 			int			r = tcp_send_batch(c, touched[t], ops, deadline, &reply_len[t]);
