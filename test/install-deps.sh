@@ -3,7 +3,7 @@
 # PostgreSQL 15 server and headers, libnuma (memnode NUMA binding), and Perl's
 # IPC::Run (PostgreSQL's TAP test framework).  Quick when all is present.
 set -euo pipefail
-PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libipc-run-perl"
+PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libipc-run-perl bc"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

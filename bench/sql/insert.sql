@@ -1,0 +1,2 @@
+\set k random(1, :rows)
+INSERT INTO :tbl VALUES (:k, 0);
