@@ -100,6 +100,13 @@ AS 'MODULE_PATHNAME', 'dmindex_gc'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION dmindex_gc() FROM PUBLIC;
 
+-- Like amcheck's functions, these lock the table without a privilege check
+-- and read every row: superusers only by default; the shape of an index is
+-- monitoring data.
+REVOKE ALL ON FUNCTION dmindex_check(regclass, bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dmindex_stats(regclass) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dmindex_stats(regclass) TO pg_monitor;
+
 -- ==== opclasses ==========================================================
 --
 -- Operator classes of the dmindex access method (created above).

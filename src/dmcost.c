@@ -9,17 +9,18 @@
  *
  * What differs is where the size of the index comes from.  The relation of
  * a dmindex index is only its metapage; its entries live in remote nodes.
- * So the leaf pages genericcostestimate pro-rates are derived from the
- * number of entries and the node size, expressed in BLCKSZ units (a 1 KiB
- * node is an eighth of a page) so that one page's worth of entries costs
- * about what a btree leaf page costs.  Reading a node means a round trip to
- * a memory node, which is dearer than reading a page of shared buffers, so
- * the page count is inflated by DM_REMOTE_FACTOR, and the descent charge
- * counts the metapage check on top of the levels of a tree that is taller
- * than a btree (inner nodes of ~40 children instead of pages of hundreds).
- * Both make a dmindex cost a little more than a btree on the same column,
- * so that with both present the planner consistently picks the btree, and
- * with only a dmindex it makes the choices it would make with a btree.
+ * So the pages genericcostestimate pro-rates are derived from the number of
+ * entries and the node size, expressed in BLCKSZ units (a 1 KiB node is an
+ * eighth of a page) so that one page's worth of entries costs about what a
+ * btree leaf page costs.  Reading a node means a round trip to a memory
+ * node, which is dearer than reading a page of shared buffers, so the node
+ * pages are inflated by DM_REMOTE_FACTOR; the metapage counts as one more
+ * page; and the descent charge counts the metapage check on top of the
+ * levels of a tree that is taller than a btree (inner nodes of ~40
+ * children instead of pages of hundreds).  All of that makes a dmindex cost
+ * a little more than a btree on the same column, so that with both present
+ * the planner consistently picks the btree, and with only a dmindex it
+ * makes the choices it would make with a btree.
  */
 #include "postgres.h"
 
@@ -174,6 +175,7 @@ dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		ntuples;
 	double		leaf_entries;
 	double		inner_entries;
+	double		level_nodes;
 	double		nodes;
 	double		vpages;
 	int			height;
@@ -185,27 +187,40 @@ dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	 * Entries in the index.  For a full index the planner's index->tuples is
 	 * the table's row estimate.  For a partial one, plancat derives it from
 	 * the relation's pages, which says nothing here (one metapage), so use
-	 * the count the last build or VACUUM stored, bounded by the table.
+	 * the count the last build, VACUUM or ANALYZE stored, bounded by the
+	 * table; failing that, the share of the table the predicate selects.
 	 */
 	ntuples = index->tuples;
 	if (index->indpred != NIL)
 	{
-		ntuples = index->rel->tuples;
-		if (reltuples >= 0 && reltuples < ntuples)
-			ntuples = reltuples;
+		if (reltuples > 0)
+			ntuples = Min(reltuples, index->rel->tuples);
+		else
+			ntuples = clauselist_selectivity(root, index->indpred,
+											 index->rel->relid,
+											 JOIN_INNER, NULL) *
+				index->rel->tuples;
 	}
 	ntuples = Max(ntuples, 0.0);
 
-	/* Leaf and inner nodes at the fill CREATE INDEX leaves them with. */
+	/*
+	 * Nodes at the fill CREATE INDEX leaves them with, level by level up to
+	 * the root, and what they come to in local pages, plus the metapage,
+	 * which every scan reads (as btree's page count includes its metapage
+	 * and inner pages).
+	 */
 	leaf_entries = Max(1.0, floor((node_size - DM_NODE_HEADER) / DM_LEAF_ENTRY_SIZE) *
 					   fillfactor / 100.0);
 	inner_entries = Max(2.0, floor((node_size - DM_NODE_HEADER) / DM_INNER_ENTRY_SIZE) *
 						fillfactor / 100.0);
-	nodes = Max(1.0, ceil(ntuples / leaf_entries));
-	for (height = 0; nodes > 1.0; height++)
-		nodes = ceil(nodes / inner_entries);
-	vpages = Max(1.0, ceil(ntuples / leaf_entries)) * node_size / BLCKSZ *
-		DM_REMOTE_FACTOR;
+	level_nodes = Max(1.0, ceil(ntuples / leaf_entries));
+	nodes = level_nodes;
+	for (height = 0; level_nodes > 1.0; height++)
+	{
+		level_nodes = ceil(level_nodes / inner_entries);
+		nodes += level_nodes;
+	}
+	vpages = 1.0 + nodes * node_size / BLCKSZ * DM_REMOTE_FACTOR;
 
 	/*
 	 * genericcostestimate on a copy of the index's planner info that has the

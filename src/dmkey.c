@@ -30,6 +30,8 @@
 #include "access/genam.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_opfamily.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -398,8 +400,9 @@ dm_encode_cache_lookup(Oid opfamily, Oid typid)
 	if (!OidIsValid(procid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("operator family %u of access method dmindex has no support function %d for type %s",
-						opfamily, DMINDEX_ENCODE_PROC, format_type_be(typid)),
+				 errmsg("%s has no support function %d for type %s",
+						getObjectDescriptionOids(OperatorFamilyRelationId, opfamily),
+						DMINDEX_ENCODE_PROC, format_type_be(typid)),
 				 errdetail("A type used with the operator family needs a function that encodes its values.")));
 
 	/*
@@ -443,10 +446,7 @@ dmindex_make_entry(Relation index, Datum value, bool isnull, ItemPointer tid)
 
 	if (isnull)
 		return dm_entry_null(packed);
-	return dm_entry_make(dm_encode_with(index,
-										index_getprocinfo(index, 1, DMINDEX_ENCODE_PROC),
-										value),
-						 packed);
+	return dm_entry_make(dmindex_encode(index, InvalidOid, value), packed);
 }
 
 bool

@@ -33,8 +33,11 @@
  *				(sorted), npend of them; ppos is the next one to merge in the
  *				current direction
  *	dir			direction of the streams as opened
- *	has_last	an entry has been returned; last is it.  A change of
- *				direction reopens both streams strictly beyond last.
+ *	has_last	an entry has been returned; last is it
+ *	exhausted	the last call ran off the end in direction dir.  Like a
+ *				cursor, the scan then sits past last: reversing returns last
+ *				again.  Otherwise it sits on last, and reversing continues
+ *				strictly beyond it.
  */
 typedef struct DmScanOpaqueData
 {
@@ -52,6 +55,7 @@ typedef struct DmScanOpaqueData
 	bool		started;
 	bool		has_last;
 	dm_entry	last;
+	bool		exhausted;
 } DmScanOpaqueData;
 
 typedef DmScanOpaqueData *DmScanOpaque;
@@ -92,6 +96,7 @@ dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int nord
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	close_streams(so);
 	so->has_last = false;
+	so->exhausted = false;
 	so->range_ok = dmindex_keys_to_range(scan->indexRelation, scan->keyData,
 										 scan->numberOfKeys, &so->range);
 }
@@ -122,16 +127,20 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	r.backward = ScanDirectionIsBackward(dir);
 	if (so->has_last)
 	{
-		/* a direction change: continue on the far side of what was returned */
+		/*
+		 * A direction change: continue from the last returned entry — past it
+		 * if the scan was on it, including it if the scan had run off the end
+		 * beyond it.
+		 */
 		if (r.backward)
 		{
 			r.hi = so->last;
-			r.hi_incl = 0;
+			r.hi_incl = so->exhausted;
 		}
 		else
 		{
 			r.lo = so->last;
-			r.lo_incl = 0;
+			r.lo_incl = so->exhausted;
 		}
 	}
 	if (so->tree == NULL)
@@ -216,7 +225,11 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 	CHECK_FOR_INTERRUPTS();
 	if (!next_entry(scan, &e))
+	{
+		so->exhausted = true;
 		return false;
+	}
+	so->exhausted = false;
 	so->has_last = true;
 	so->last = e;
 	dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &scan->xs_heaptid);
