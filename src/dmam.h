@@ -152,6 +152,12 @@ extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_att
 extern const dm_entry *dmindex_pending_entries(Relation index, int *n);
 /* Flush pending entries of every index now (WAL first, then remote writes). */
 extern void dmindex_flush_pending(void);
+/* Drop the index's buffered entries (its storage was rebuilt). */
+extern void dmindex_forget_pending(Relation index);
+/* ExecutorStart hook: parallel workers cannot see the buffer, so flush first. */
+extern void dmindex_insert_init(void);
+/* Drop the backend's cached handle of the index's tree. */
+extern void dmindex_forget_cached_tree(Relation index);
 
 /* ---- the AM callbacks ------------------------------------------------------------- */
 
@@ -184,7 +190,11 @@ extern void dmindex_gc_init(void);	/* hooks, from _PG_init */
 extern void dmindex_gc_free_relfilenode(Oid relfilenode);
 /* This transaction created the tree: free it if the transaction aborts. */
 extern void dmindex_gc_note_created(const DmMetaPageData *meta);
-/* Free trees of this database whose index no longer exists; returns how many. */
+/*
+ * Free trees of this database whose index no longer exists; returns how
+ * many, or -1 when this transaction has changed the database (it cannot
+ * tell its own uncommitted drops from final ones).
+ */
 extern int64 dmindex_gc_database(bool all_databases);
 
 #endif							/* DMAM_H */

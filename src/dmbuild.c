@@ -10,6 +10,7 @@
 
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type.h"
 #include "commands/progress.h"
@@ -90,8 +91,20 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 				 errmsg("dmindex does not support temporary tables"),
 				 errdetail("The index would live in memory shared by every session and server using the memory nodes."),
 				 errhint("Use a btree index on temporary tables.")));
+	if (index->rd_indoption[0] & (INDOPTION_DESC | INDOPTION_NULLS_FIRST))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dmindex supports only ascending order with NULLS LAST"),
+				 errhint("Create the index without DESC or NULLS FIRST; it can be scanned in both directions.")));
+	/* entries reach the tree only at commit: other sessions could not see a conflict */
+	if (indexInfo->ii_ExclusionOps != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dmindex does not support exclusion constraints")));
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+	/* rebuilt in place (TRUNCATE in the creating transaction): buffered entries are moot */
+	dmindex_forget_pending(index);
 
 	tree = dmindex_create_tree(index, MAIN_FORKNUM, true);
 

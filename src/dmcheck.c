@@ -271,5 +271,12 @@ dmindex_check(PG_FUNCTION_ARGS)
 Datum
 dmindex_gc(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(dmindex_gc_database(true));
+	int64		freed = dmindex_gc_database(true);
+
+	if (freed < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("dmindex_gc() cannot run in a transaction that has changed the database"),
+				 errhint("Run it in its own transaction.")));
+	PG_RETURN_INT64(freed);
 }

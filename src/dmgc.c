@@ -359,6 +359,34 @@ live_relfilenodes(int *n)
 			out = repalloc(out, sizeof(Oid) * cap);
 		}
 		out[(*n)++] = cls->relfilenode;
+
+		/*
+		 * ALTER INDEX ... SET TABLESPACE copies the metapage to a new
+		 * relfilenode: the tree keeps the name it was built with.
+		 */
+		{
+			Relation	index = index_open(cls->oid, AccessShareLock);
+
+			if (RelationGetNumberOfBlocks(index) > 0)
+			{
+				Buffer		buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
+				DmMetaPageData meta;
+
+				LockBuffer(buf, BUFFER_LOCK_SHARE);
+				memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
+				UnlockReleaseBuffer(buf);
+				if (meta.magic == DMINDEX_META_MAGIC && meta.tree.relfilenode != cls->relfilenode)
+				{
+					if (*n == cap)
+					{
+						cap *= 2;
+						out = repalloc(out, sizeof(Oid) * cap);
+					}
+					out[(*n)++] = meta.tree.relfilenode;
+				}
+			}
+			index_close(index, AccessShareLock);
+		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -395,6 +423,14 @@ dmindex_gc_database(bool all_databases)
 {
 	dm_client  *client = dmindex_get_client();
 	int64		freed = 0;
+
+	/*
+	 * This transaction's own uncommitted DROP, REINDEX or TRUNCATE would
+	 * look final in pg_class, and a rollback would bring back an index whose
+	 * tree we freed: collect only from a transaction that changed nothing.
+	 */
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return -1;
 
 	for (int i = 0; i < dmindex_memnode_list->count; i++)
 	{

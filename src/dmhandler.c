@@ -26,14 +26,21 @@ static void
 validate_memnodes(const char *value)
 {
 	char		errbuf[256];
+	DmMemnodeList *list;
 
 	if (value == NULL)
 		return;
-	if (dmindex_parse_memnodes(value, palloc, errbuf, sizeof(errbuf)) == NULL)
+	list = dmindex_parse_memnodes(value, palloc, errbuf, sizeof(errbuf));
+	if (list == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for dmindex option \"memnodes\": \"%s\"", value),
 				 errdetail("%s", errbuf)));
+	if (list->count == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for dmindex option \"memnodes\": \"%s\"", value),
+				 errdetail("The list names no memnode.")));
 }
 
 void

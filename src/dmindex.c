@@ -143,5 +143,6 @@ _PG_init(void)
 	MarkGUCPrefixReserved("dmindex");
 
 	dmindex_init_reloptions();
+	dmindex_insert_init();
 	dmindex_gc_init();
 }

@@ -19,7 +19,9 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "access/xact.h"
+#include "executor/executor.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
@@ -260,6 +262,42 @@ dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (pending_total >= dmindex_insert_buffer)
 		dmindex_flush_pending();
 	return false;
+}
+
+void
+dmindex_forget_pending(Relation index)
+{
+	PendingIndex *p = pending_for(index, false);
+
+	if (p)
+	{
+		pending_total -= p->n;
+		p->n = 0;
+	}
+}
+
+/*
+ * Parallel workers scan the index too, but cannot see this backend's
+ * buffer: write it out (WAL first, as always) before a parallel plan runs.
+ */
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+static void
+dm_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (queryDesc->plannedstmt->parallelModeNeeded && !IsParallelWorker())
+		dmindex_flush_pending();
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+void
+dmindex_insert_init(void)
+{
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = dm_executor_start;
 }
 
 const dm_entry *

@@ -301,6 +301,21 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 					index->rd_node.relNode, GetTopTransactionId());
 
 	rc = dm_tree_create_new(client, meta.home, &meta.tree, &to, &tree);
+	if (rc == DM_ERR_EXISTS)
+	{
+		/*
+		 * Same relfilenode, same transaction: the storage is rebuilt in place
+		 * (a second TRUNCATE of a table created or truncated in this
+		 * transaction).  The old tree is this transaction's own: replace it.
+		 */
+		dm_tree    *old;
+
+		dmindex_forget_cached_tree(index);
+		if (dm_tree_open_existing(client, meta.home, &meta.tree, &old) == DM_OK &&
+			dm_tree_destroy(old) != DM_OK)
+			dm_tree_close(old);
+		rc = dm_tree_create_new(client, meta.home, &meta.tree, &to, &tree);
+	}
 	if (rc != DM_OK)
 	{
 		if (rc == DM_ERR_INVALID)
@@ -324,6 +339,18 @@ forget_cached(DmTreeCacheEntry *e)
 	if (e->tree)
 		dm_tree_close(e->tree);
 	e->tree = NULL;
+}
+
+void
+dmindex_forget_cached_tree(Relation index)
+{
+	DmTreeCacheEntry *e;
+
+	if (tree_cache == NULL)
+		return;
+	e = hash_search(tree_cache, &RelationGetRelid(index), HASH_FIND, NULL);
+	if (e)
+		forget_cached(e);
 }
 
 dm_tree *

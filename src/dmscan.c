@@ -240,6 +240,9 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 		bool		isnull = dm_entry_is_null(e);
 		Datum		value = isnull ? (Datum) 0 : dmindex_decode(scan->indexRelation, e.key);
 
+		/* one tuple per call: free the previous one, or memory grows with the scan */
+		if (scan->xs_itup)
+			pfree(scan->xs_itup);
 		scan->xs_itup = index_form_tuple(scan->xs_itupdesc, &value, &isnull);
 	}
 	return true;
