@@ -140,7 +140,8 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 	memset(meta, 0, sizeof(meta));
 	meta[1] = (DM_TREE_META_MAGIC << 32) | ((uint64_t) DM_TREE_FORMAT << 16) |
 		((uint64_t) __builtin_ctz(o.node_size) << 8) | (uint64_t) o.placement_level;
-	meta[2] = (uint64_t) o.nmemnodes;
+	/* low half: number of memnodes; high half: the lock takeover timeout */
+	meta[2] = (uint64_t) o.nmemnodes | ((uint64_t) t->lock_timeout_ms << 32);
 	for (int i = 0; i < o.nmemnodes; i++)
 		meta[3 + i / 4] |= (uint64_t) o.memnodes[i] << (16 * (i % 4));
 	if ((rc = dm_write(c, t->info.meta_addr, &meta[1], DM_TREE_META_WORDS * 8)) != DM_OK)
@@ -195,15 +196,17 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 	}
 	size_log2 = (uint32_t) (words[1] >> 8) & 0xFF;
 	if ((words[1] >> 32) != DM_TREE_META_MAGIC || ((words[1] >> 16) & 0xFFFF) != DM_TREE_FORMAT ||
-		size_log2 < 8 || size_log2 > 12 || words[2] == 0 || words[2] > DM_TREE_MAX_MEMNODES ||
-		words[0] == 0)
+		size_log2 < 8 || size_log2 > 12 || (words[2] & 0xFFFFFFFF) == 0 ||
+		(words[2] & 0xFFFFFFFF) > DM_TREE_MAX_MEMNODES || words[0] == 0)
 	{
 		free(t);
 		return DM_ERR_CORRUPT;
 	}
 	set_geometry(t, 1u << size_log2);
 	t->placement_level = (int) (words[1] & 0xFF);
-	t->nmemnodes = (int) words[2];
+	t->nmemnodes = (int) (words[2] & 0xFFFFFFFF);
+	if ((words[2] >> 32) != 0)
+		t->lock_timeout_ms = (int) (words[2] >> 32);
 	for (int i = 0; i < t->nmemnodes; i++)
 		t->memnodes[i] = (uint16_t) (words[3 + i / 4] >> (16 * (i % 4)));
 	if ((rc = check_memnodes_connected(t)) != DM_OK)

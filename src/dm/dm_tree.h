@@ -98,7 +98,15 @@ typedef struct dm_tree dm_tree;
 typedef struct dm_tree_opts
 {
 	uint32_t	node_size;		/* 0 = 1024 */
-	int			placement_level;	/* M: subtrees rooted at level M live on one memnode; 0 = 1 */
+	/*
+	 * M: a subtree rooted at level M lives on one memnode (so an offloaded
+	 * traversal never leaves it).  Bulk load spreads the level-M subtrees
+	 * round-robin over the memnodes; a node split keeps the new node on its
+	 * sibling's memnode at or below M (moving children would be needed
+	 * otherwise), so a tree grown from empty by inserts stays on the home
+	 * memnode until it is rebuilt.  0 = 1.
+	 */
+	int			placement_level;
 	int			nmemnodes;		/* memnodes to spread over; 0 = just the home memnode */
 	uint16_t	memnodes[DM_TREE_MAX_MEMNODES];
 	int			lock_timeout_ms;	/* a lock held longer is taken over (holder died); 0 = 10000 */
@@ -113,7 +121,10 @@ extern int	dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *n
 extern int	dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name,
 								  dm_tree **out);
 extern void dm_tree_close(dm_tree *t);	/* local only */
-/* Free everything the tree has on every memnode and its catalog entry. */
+/*
+ * Free everything the tree has on every memnode and its catalog entry.  On
+ * success the handle is freed too; on failure it stays valid (retry or close).
+ */
 extern int	dm_tree_destroy(dm_tree *t);
 
 extern uint32_t dm_tree_node_size(const dm_tree *t);
@@ -124,7 +135,7 @@ extern int	dm_tree_insert(dm_tree *t, dm_entry e, int *existed);
 extern int	dm_tree_delete(dm_tree *t, dm_entry e, int *existed);
 /*
  * Exact lookup: the tids of key, in order; *n is how many there are (only
- * the first max are stored).  NULL keys: iterate DM_RANGE_NULLS instead.
+ * the first max are stored).  For NULL keys iterate DM_RANGE_NULLS.
  */
 extern int	dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
 extern int	dm_tree_contains(dm_tree *t, dm_entry e, int *found);
@@ -198,7 +209,7 @@ typedef struct dm_tree_stats
 	uint64_t	inner_entries;
 	double		leaf_fill;		/* entries / (leaves * leaf capacity) */
 	uint64_t	remote_bytes;	/* nodes * node size */
-	uint64_t	nodes_by_memnode[DM_TREE_MAX_MEMNODES];
+	uint64_t	nodes_by_memnode[DM_TREE_MAX_MEMNODES];	/* by position in the tree's memnode list */
 } dm_tree_stats;
 extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
 

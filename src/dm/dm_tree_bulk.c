@@ -275,23 +275,34 @@ dm_bulk_finish(dm_bulk *b)
 	}
 
 	/*
-	 * Switch the root word, then retire the empty root so a handle that
-	 * cached its address sees it is dead and rereads the root word.
+	 * Under the old root's lock: check it is still the empty leaf we started
+	 * from (an insert meanwhile would be lost), switch the root word, and
+	 * retire the old root so a handle that cached its address sees it is
+	 * dead and rereads the root word.
 	 */
-	if ((rc = dm_cas(t->c, t->info.root_addr, b->old_root, root, &prev)) != DM_OK)
-		rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
-	else if (prev != b->old_root)
-		rc = dm_tree_fail(t, DM_ERR_INVALID, "the tree changed during the bulk load");
-	if (rc == DM_OK && (old = aligned_alloc(8, t->node_size)) != NULL)
+	if ((old = aligned_alloc(8, t->node_size)) == NULL)
 	{
-		if (dm_node_lock(t, b->old_root, old) == DM_OK)
+		bulk_free(b);
+		return DM_ERR_NOMEM;
+	}
+	if ((rc = dm_node_lock(t, b->old_root, old)) == DM_OK)
+	{
+		if (NODE_HDR(old)->count != 0 || NODE_HDR(old)->level != 0 || (NODE_HDR(old)->flags & DM_NODE_DEAD))
+			rc = dm_tree_fail(t, DM_ERR_INVALID, "the tree changed during the bulk load");
+		else if ((rc = dm_cas(t->c, t->info.root_addr, b->old_root, root, &prev)) != DM_OK)
+			rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+		else if (prev != b->old_root)
+			rc = dm_tree_fail(t, DM_ERR_INVALID, "the tree changed during the bulk load");
+		if (rc == DM_OK)
 		{
 			NODE_HDR(old)->flags |= DM_NODE_DEAD;
 			rc = dm_node_write_unlock(t, b->old_root, old, 0, NULL, NULL);
+			t->root = root;
 		}
-		free(old);
+		else
+			dm_node_unlock(t, b->old_root);
 	}
-	t->root = root;
+	free(old);
 	bulk_free(b);
 	return rc;
 }

@@ -33,7 +33,8 @@ struct dm_tree
 	int			nmemnodes;
 	uint16_t	memnodes[DM_TREE_MAX_MEMNODES];
 	int			lock_timeout_ms;
-	uint64_t	token;			/* lock word value while we hold a lock */
+	uint64_t	token;			/* identifies this handle in lock words */
+	uint64_t	lock_seq;		/* makes every acquisition's lock value different */
 	dm_gaddr	root;			/* cached root address (0 = read the root word) */
 	unsigned	rr;				/* round-robin cursor for placement above level M */
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];

@@ -127,11 +127,25 @@ dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs)
 	return DM_OK;
 }
 
+/*
+ * The value we put in a lock word: different for every acquisition, so a
+ * waiter that sees the same value for lock_timeout knows one holder kept
+ * it that long (a live process re-locking a hot node shows new values).
+ */
+static uint64_t
+next_lock_value(dm_tree *t)
+{
+	uint64_t	v = (t->token & ~UINT64_C(0xFFFFFF)) | (++t->lock_seq & 0xFFFFFF);
+
+	return v ? v : 1;
+}
+
 int
 dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 {
 	uint64_t	seen = 0;
 	uint64_t	seen_since = 0;
+	uint64_t	mine = next_lock_value(t);
 
 	for (int k = 0;; k++)
 	{
@@ -139,7 +153,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 		int			rc;
 
 		/* CAS then READ in one batch: executed in order, so the copy we get is post-lock */
-		dm_op_atomic(&ops[0], DM_OP_CAS, addr, 0, t->token);
+		dm_op_atomic(&ops[0], DM_OP_CAS, addr, 0, mine);
 		dm_op_read(&ops[1], addr, buf, t->node_size);
 		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
 			return transport_error(t, rc);
@@ -170,7 +184,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 		{
 			uint64_t	old;
 
-			if ((rc = dm_cas(t->c, addr, seen, t->token, &old)) != DM_OK)
+			if ((rc = dm_cas(t->c, addr, seen, mine, &old)) != DM_OK)
 				return transport_error(t, rc);
 			if (old == seen)
 			{

@@ -100,6 +100,7 @@ run_walk(walk *w)
 	/* this level's nodes in order, the memnode their level-M subtree is on */
 	dm_gaddr   *cur = NULL, *next = NULL;
 	uint16_t   *cur_home = NULL, *next_home = NULL;
+	dm_entry   *cur_sep = NULL, *next_sep = NULL;	/* the separator each parent lists */
 	size_t		ncur = 0, nnext = 0, capnext = 0;
 	int			rc, height;
 
@@ -118,13 +119,15 @@ run_walk(walk *w)
 	}
 	cur = malloc(sizeof(*cur));
 	cur_home = malloc(sizeof(*cur_home));
-	if (!cur || !cur_home)
+	cur_sep = malloc(sizeof(*cur_sep));
+	if (!cur || !cur_home || !cur_sep)
 	{
 		rc = DM_ERR_NOMEM;
 		goto out;
 	}
 	cur[0] = root;
 	cur_home[0] = dm_gaddr_node(root);
+	cur_sep[0] = DM_ENTRY_MIN;
 	ncur = 1;
 
 	for (int level = height - 1; level >= 0; level--)
@@ -146,6 +149,14 @@ run_walk(walk *w)
 			uint8_t    *buf = bufs + i * ns;
 			dm_gaddr	addr = cur[i];
 			uint16_t	home = cur_home[i];
+
+			/* a listed node starts exactly at the separator its parent has for it */
+			if (dm_entry_cmp(NODE_HDR(buf)->low, cur_sep[i]) != 0)
+			{
+				rc = problem(w, "node 0x%llx (level %d): low fence differs from its parent's separator",
+							 (unsigned long long) addr, level);
+				goto out;
+			}
 
 			/* the chain from the previous node may pass unlisted half-split nodes */
 			for (;;)
@@ -195,13 +206,15 @@ run_walk(walk *w)
 						capnext = capnext ? capnext * 2 : 1024;
 						next = realloc(next, capnext * sizeof(*next));
 						next_home = realloc(next_home, capnext * sizeof(*next_home));
-						if (!next || !next_home)
+						next_sep = realloc(next_sep, capnext * sizeof(*next_sep));
+						if (!next || !next_home || !next_sep)
 						{
 							rc = DM_ERR_NOMEM;
 							goto out;
 						}
 					}
 					next[nnext] = INNER_ENTS(buf)[c].child;
+					next_sep[nnext] = INNER_ENTS(buf)[c].sep;
 					next_home[nnext] = level > t->placement_level ? dm_gaddr_node(next[nnext]) : home;
 					nnext++;
 				}
@@ -232,11 +245,14 @@ run_walk(walk *w)
 		/* children must sit exactly one level below; check_node does it next round */
 		free(cur);
 		free(cur_home);
+		free(cur_sep);
 		cur = next;
 		cur_home = next_home;
+		cur_sep = next_sep;
 		ncur = nnext;
 		next = NULL;
 		next_home = NULL;
+		next_sep = NULL;
 		capnext = 0;
 	}
 	rc = DM_OK;
@@ -246,8 +262,10 @@ out:
 	free(bufs);
 	free(cur);
 	free(cur_home);
+	free(cur_sep);
 	free(next);
 	free(next_home);
+	free(next_sep);
 	return rc;
 }
 
