@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "dmam.h"
@@ -63,6 +64,17 @@ memnodes_assign_hook(const char *newval, void *extra)
 void
 _PG_init(void)
 {
+	/*
+	 * The node cache and the key-range ownership of an instance live in
+	 * shared memory, which only a preloaded library can set up; a backend
+	 * that loaded dmindex on its own would run without them.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dmindex must be loaded via shared_preload_libraries"),
+				 errhint("Add dmindex to shared_preload_libraries in postgresql.conf and restart the server.")));
+
 	/*
 	 * PGC_SIGHUP, not PGC_SUSET: global addresses carry only a memnode id,
 	 * and the node cache in shared memory (and, later, each index's
