@@ -68,6 +68,9 @@ usage(FILE *f)
 			"  --max-connections N      refuse connections beyond N (default 4096)\n"
 			"  --handshake-timeout MS   close connections that do not finish their\n"
 			"                           handshake, or a frame, within MS (default 10000)\n"
+			"  --poll-us N              after serving a request, poll N microseconds for\n"
+			"                           the next before sleeping (default 50; 0 = never):\n"
+			"                           trades a little CPU for wake-up latency\n"
 			"  --log-level LEVEL        error, warn, info or debug (default info)\n"
 			"  --help                   show this help and exit\n"
 			"  --version                show the version and exit\n"
@@ -146,6 +149,7 @@ parse_args(int argc, char **argv)
 		{"max-connections", required_argument, NULL, 'm'},
 		{"handshake-timeout", required_argument, NULL, 'T'},
 		{"log-level", required_argument, NULL, 'L'},
+		{"poll-us", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -162,6 +166,7 @@ parse_args(int argc, char **argv)
 	c->threads = 2;
 	c->max_connections = 4096;
 	c->handshake_timeout_ms = 10000;
+	c->poll_us = 50;
 	c->log_level = LOG_INFO;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
@@ -241,6 +246,10 @@ parse_args(int argc, char **argv)
 			case 'T':
 				if (parse_int(optarg, 10, 3600000, &c->handshake_timeout_ms) < 0)
 					die_usage("invalid --handshake-timeout \"%s\": expected 10..3600000 ms", optarg);
+				break;
+			case 'p':
+				if (parse_int(optarg, 0, 1000000, &c->poll_us) < 0)
+					die_usage("invalid --poll-us \"%s\": expected 0..1000000", optarg);
 				break;
 			case 'L':
 				if (strcmp(optarg, "error") == 0)

@@ -28,6 +28,7 @@ typedef struct mn_config
 	char		shm_path[DM_SHM_PATH_LEN];	/* "" = default */
 	int			max_connections;
 	int			handshake_timeout_ms;	/* also: a frame must complete within this */
+	int			poll_us;		/* keep polling this long after activity before sleeping */
 	int			log_level;
 } mn_config;
 

@@ -15,6 +15,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,9 +327,22 @@ worker_main(void *arg)
 	struct epoll_event evs[64];
 	uint64_t	last_sweep = mn_mono_ns();
 
+	uint64_t	poll_until = 0;
+
 	while (!mn.stop)
 	{
-		int			n = epoll_wait(w->epfd, evs, 64, 100);
+		/*
+		 * Right after serving a request, poll (timeout 0) for --poll-us
+		 * instead of sleeping: the client's next request usually follows
+		 * within microseconds, and waking a sleeping thread can cost more
+		 * than the whole round trip.  Then sleep until something arrives.
+		 */
+		int			n = epoll_wait(w->epfd, evs, 64, mn_mono_ns() < poll_until ? 0 : 100);
+
+		if (n > 0 && mn.cfg.poll_us > 0)
+			poll_until = mn_mono_ns() + (uint64_t) mn.cfg.poll_us * 1000u;
+		else if (n == 0 && mn_mono_ns() < poll_until)
+			sched_yield();		/* polling must not starve a client on this core */
 
 		for (int i = 0; i < n; i++)
 		{

@@ -77,6 +77,8 @@ dm_client_create(const dm_client_opts *opts)
 		c->opts.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
 	if (c->opts.op_timeout_ms <= 0)
 		c->opts.op_timeout_ms = DEFAULT_OP_TIMEOUT_MS;
+	if (c->opts.spin_us == 0)
+		c->opts.spin_us = 50;
 	/* copied: the caller's string may not outlive us */
 	snprintf(c->name, sizeof(c->name), "%s", opts && opts->name ? opts->name : "");
 	c->opts.name = NULL;

@@ -49,6 +49,13 @@ typedef struct dm_client_opts
 	uint32_t	flags;			/* DM_CLIENT_* */
 	int			connect_timeout_ms;	/* 0 = default (5000) */
 	int			op_timeout_ms;	/* 0 = default (10000) */
+	/*
+	 * Poll for a reply this long before sleeping (microseconds; 0 = default
+	 * 50, negative = never).  A sleeping thread's wake-up can cost more than
+	 * the round trip itself (tens of microseconds on a VM), so a short poll
+	 * makes single-client latency what the network allows.
+	 */
+	int			spin_us;
 	dm_wait_fn	wait;
 	void	   *wait_arg;
 	const char *name;			/* shown in the memnode's log */

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,8 @@ static int
 recv_exact(dm_client *c, dm_conn *cn, uint8_t *dst, uint32_t len, uint64_t deadline)
 {
 	uint32_t	got = 0;
+	/* poll before the first sleep only: a reply mostly comes in one piece */
+	uint64_t	spin_until = c->opts.spin_us > 0 ? dm_mono_ns() + (uint64_t) c->opts.spin_us * 1000u : 0;
 
 	while (got < len)
 	{
@@ -233,7 +236,19 @@ recv_exact(dm_client *c, dm_conn *cn, uint8_t *dst, uint32_t len, uint64_t deadl
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 		{
-			int			rc = wait_fd(c, cn->fd, 0, deadline);
+			int			rc;
+
+			if (spin_until != 0)
+			{
+				if (dm_mono_ns() < spin_until)
+				{
+					/* yield, not spin: the memnode may need this very core */
+					sched_yield();
+					continue;
+				}
+				spin_until = 0;
+			}
+			rc = wait_fd(c, cn->fd, 0, deadline);
 
 			if (rc == 1)
 				continue;

@@ -277,7 +277,7 @@ dm_tree_error(const dm_tree *t)
  * root is not installed yet), the root word is read again, with backoff.
  */
 static int
-descend_impl(dm_tree *t, dm_entry e, int level, int before, dm_gaddr *out_addr, void *buf)
+descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gaddr *out_addr, void *buf)
 {
 	int			rc;
 
@@ -346,6 +346,15 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, dm_gaddr *out_addr, 
 				while (before && i > 0 && dm_entry_cmp(INNER_ENTS(buf)[i].sep, e) >= 0)
 					i--;
 				child = INNER_ENTS(buf)[i].child;
+				/*
+				 * A writer locks the node next, which reads it again: stop at
+				 * its address (the lock's read validates fences and level).
+				 */
+				if (no_read && want == level)
+				{
+					*out_addr = child;
+					return DM_OK;
+				}
 				if ((rc = dm_node_read(t, child, buf)) != DM_OK)
 					return rc;
 				addr = child;
@@ -362,13 +371,13 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, dm_gaddr *out_addr, 
 int
 dm_tree_descend(dm_tree *t, dm_entry e, int level, dm_gaddr *addr, void *buf)
 {
-	return descend_impl(t, e, level, 0, addr, buf);
+	return descend_impl(t, e, level, 0, 0, addr, buf);
 }
 
 int
 dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf)
 {
-	return descend_impl(t, e, 0, 1, addr, buf);
+	return descend_impl(t, e, 0, 1, 0, addr, buf);
 }
 
 /* ---- writes -------------------------------------------------------------------- */
@@ -397,7 +406,8 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_gaddr *out, void *buf)
 
 	for (int attempt = 0; attempt < MAX_RESTARTS; attempt++)
 	{
-		if ((rc = dm_tree_descend(t, e, level, &addr, buf)) != DM_OK)
+		/* the address only: locking reads the node anyway (one round trip saved) */
+		if ((rc = descend_impl(t, e, level, 0, 1, &addr, buf)) != DM_OK)
 			return rc;
 		if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
 			return rc;
@@ -428,6 +438,33 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_gaddr *out, void *buf)
 		t->root = 0;
 	}
 	return dm_tree_fail(t, DM_ERR_CORRUPT, "could not lock the node covering an entry");
+}
+
+/*
+ * Where to split m merged items: near the middle, but for leaves preferably
+ * between two different keys (as nbtree's _bt_findsplitloc prefers), so the
+ * entries of one key stay in one leaf where they fit: a lookup of the key
+ * then reads one leaf, and concurrent updates of a key cannot move its
+ * entry across a leaf boundary under a running lookup.
+ */
+static int
+split_point(const dm_inner_ent *merged, int m, int level, int cap)
+{
+	int			mid = m / 2;
+	/* both sides must fit a node: m can be up to twice the capacity */
+	int			lo = m - cap > 1 ? m - cap : 1;
+	int			hi = cap < m - 1 ? cap : m - 1;
+
+	if (level != 0)
+		return mid;
+	for (int d = 0; d <= m / 4; d++)
+	{
+		if (mid - d >= lo && mid - d <= hi && merged[mid - d - 1].sep.key != merged[mid - d].sep.key)
+			return mid - d;
+		if (mid + d >= lo && mid + d <= hi && merged[mid + d - 1].sep.key != merged[mid + d].sep.key)
+			return mid + d;
+	}
+	return mid;
 }
 
 /*
@@ -537,7 +574,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 
 		/* split: the upper half goes to a new right node */
 		{
-			int			half = m / 2;
+			int			half = split_point(merged, m, level, cap);
 			int			was_root = dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0 &&
 				dm_entry_cmp(h->high, DM_ENTRY_INF) == 0;
 			dm_node_hdr *rh = NODE_HDR(rbuf);

@@ -162,6 +162,8 @@ extern void dm_bulk_abort(dm_bulk *b);
 
 /*
  * Range iteration over entries between two bounds, forward or backward.
+ * Not a snapshot: an entry inserted or deleted during the scan may or may
+ * not be seen (lookups included), which PostgreSQL's MVCC makes harmless.
  * Bounds are entries; incl says whether an entry equal to the bound is in
  * range.  Use DM_ENTRY_MIN / DM_ENTRY_INF for open ends, and the helpers
  * below to turn key bounds into entry bounds.  The iterator keeps a copy of
