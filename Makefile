@@ -83,3 +83,7 @@ PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: rebuild on any header change, or an
+# object compiled against an old struct layout ends up in dmindex.so.
+$(OBJS): $(wildcard src/*.h src/dm/*.h)
