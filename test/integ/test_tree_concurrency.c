@@ -55,6 +55,7 @@
 #include "dm_client.h"
 #include "dm_region.h"
 #include "dm_tree.h"
+#include "entrymodel.h"
 #include "testutil.h"
 
 #define NW 6					/* writers */
@@ -113,137 +114,17 @@ rnd_below(uint64_t n)
 	return n ? rnd() % n : 0;
 }
 
-static const char *
-E(dm_entry e)
-{
-	static char buf[8][64];
-	static int	i;
-	char	   *b = buf[i++ & 7];
 
-	if (e.key == UINT64_MAX && e.tid == UINT64_MAX)
-		snprintf(b, 64, "(INF)");
-	else if (dm_entry_is_null(e))
-		snprintf(b, 64, "(NULL,o%" PRIu64 ":%" PRIu64 ")", (e.tid & ~DM_TID_NULL) >> OWNER_SHIFT,
-				 e.tid & ((UINT64_C(1) << OWNER_SHIFT) - 1));
-	else
-		snprintf(b, 64, "(%" PRIu64 ",o%" PRIu64 ":%" PRIu64 ")", e.key, e.tid >> OWNER_SHIFT,
-				 e.tid & ((UINT64_C(1) << OWNER_SHIFT) - 1));
-	return b;
-}
-
-static const char *
-R(const dm_range *r)
-{
-	static char buf[2][200];
-	static int	i;
-	char	   *b = buf[i++ & 1];
-
-	snprintf(b, 200, "%s%s .. %s%s %s", r->lo_incl ? "[" : "(", E(r->lo), E(r->hi),
-			 r->hi_incl ? "]" : ")", r->backward ? "backward" : "forward");
-	return b;
-}
 
 /* ---- sorted-array model ------------------------------------------------------ */
 
-typedef struct model
-{
-	dm_entry   *e;
-	size_t		n,
-				cap;
-} model;
 
-static size_t
-m_lower(const model *m, dm_entry x)
-{
-	size_t		lo = 0,
-				hi = m->n;
 
-	while (lo < hi)
-	{
-		size_t		mid = (lo + hi) / 2;
 
-		if (dm_entry_cmp(m->e[mid], x) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
-static size_t
-m_upper(const model *m, dm_entry x)
-{
-	size_t		lo = 0,
-				hi = m->n;
 
-	while (lo < hi)
-	{
-		size_t		mid = (lo + hi) / 2;
 
-		if (dm_entry_cmp(m->e[mid], x) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
-static int
-m_has(const model *m, dm_entry x)
-{
-	size_t		i = m_lower(m, x);
-
-	return i < m->n && dm_entry_cmp(m->e[i], x) == 0;
-}
-
-static int
-m_insert(model *m, dm_entry x)
-{
-	size_t		i = m_lower(m, x);
-
-	if (i < m->n && dm_entry_cmp(m->e[i], x) == 0)
-		return 0;
-	if (m->n == m->cap)
-	{
-		m->cap = m->cap ? m->cap * 2 : 1024;
-		if (!(m->e = realloc(m->e, m->cap * sizeof(dm_entry))))
-			abort();
-	}
-	memmove(m->e + i + 1, m->e + i, (m->n - i) * sizeof(dm_entry));
-	m->e[i] = x;
-	m->n++;
-	return 1;
-}
-
-static int
-m_delete(model *m, dm_entry x)
-{
-	size_t		i = m_lower(m, x);
-
-	if (i >= m->n || dm_entry_cmp(m->e[i], x) != 0)
-		return 0;
-	memmove(m->e + i, m->e + i + 1, (m->n - i - 1) * sizeof(dm_entry));
-	m->n--;
-	return 1;
-}
-
-static void
-m_range(const model *m, const dm_range *r, size_t *from, size_t *to)
-{
-	*from = r->lo_incl ? m_lower(m, r->lo) : m_upper(m, r->lo);
-	*to = r->hi_incl ? m_upper(m, r->hi) : m_lower(m, r->hi);
-	if (*to < *from)
-		*to = *from;
-}
-
-static int
-in_range(const dm_range *r, dm_entry e)
-{
-	int			a = dm_entry_cmp(e, r->lo),
-				b = dm_entry_cmp(e, r->hi);
-
-	return (r->lo_incl ? a >= 0 : a > 0) && (r->hi_incl ? b <= 0 : b < 0);
-}
 
 static int
 cmp_entry_qsort(const void *a, const void *b)

@@ -54,6 +54,7 @@
 #include "dm_node.h"			/* the tree's node struct and dm_node_seal: for sealed corruption */
 #include "dm_region.h"
 #include "dm_tree.h"
+#include "entrymodel.h"
 #include "testutil.h"
 
 /* Tids use at most 62 bits (dm_tree.h). */
@@ -114,33 +115,7 @@ scaled(int n)
 
 /* ---- formatting and the op log ------------------------------------------ */
 
-static const char *
-E(dm_entry e)
-{
-	static char buf[16][64];
-	static int	i;
-	char	   *b = buf[i++ & 15];
 
-	if (e.key == UINT64_MAX && e.tid == UINT64_MAX)
-		snprintf(b, 64, "(INF)");
-	else if (dm_entry_is_null(e))
-		snprintf(b, 64, "(NULL,%" PRIu64 ")", e.tid & ~DM_TID_NULL);
-	else
-		snprintf(b, 64, "(%" PRIu64 ",%" PRIu64 ")", e.key, e.tid);
-	return b;
-}
-
-static const char *
-R(const dm_range *r)
-{
-	static char buf[4][200];
-	static int	i;
-	char	   *b = buf[i++ & 3];
-
-	snprintf(b, 200, "%s%s .. %s%s %s", r->lo_incl ? "[" : "(", E(r->lo), E(r->hi),
-			 r->hi_incl ? "]" : ")", r->backward ? "backward" : "forward");
-	return b;
-}
 
 /*
  * The last operations, printed when something goes wrong so that a failure
@@ -212,130 +187,15 @@ check_nofail(const char *fmt,...)
 
 /* ---- the model: a sorted array of distinct entries -------------------- */
 
-typedef struct model
-{
-	dm_entry   *e;
-	size_t		n,
-				cap;
-} model;
 
-/* First index whose entry is >= x. */
-static size_t
-m_lower(const model *m, dm_entry x)
-{
-	size_t		lo = 0,
-				hi = m->n;
 
-	while (lo < hi)
-	{
-		size_t		mid = (lo + hi) / 2;
 
-		if (dm_entry_cmp(m->e[mid], x) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
-/* First index whose entry is > x. */
-static size_t
-m_upper(const model *m, dm_entry x)
-{
-	size_t		lo = 0,
-				hi = m->n;
 
-	while (lo < hi)
-	{
-		size_t		mid = (lo + hi) / 2;
 
-		if (dm_entry_cmp(m->e[mid], x) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
-static int
-m_has(const model *m, dm_entry x)
-{
-	size_t		i = m_lower(m, x);
 
-	return i < m->n && dm_entry_cmp(m->e[i], x) == 0;
-}
 
-static int
-m_insert(model *m, dm_entry x)
-{
-	size_t		i = m_lower(m, x);
-
-	if (i < m->n && dm_entry_cmp(m->e[i], x) == 0)
-		return 0;
-	if (m->n == m->cap)
-	{
-		m->cap = m->cap ? m->cap * 2 : 1024;
-		m->e = realloc(m->e, m->cap * sizeof(dm_entry));
-		if (!m->e)
-		{
-			perror("realloc");
-			exit(2);
-		}
-	}
-	memmove(m->e + i + 1, m->e + i, (m->n - i) * sizeof(dm_entry));
-	m->e[i] = x;
-	m->n++;
-	return 1;
-}
-
-static int
-m_delete(model *m, dm_entry x)
-{
-	size_t		i = m_lower(m, x);
-
-	if (i >= m->n || dm_entry_cmp(m->e[i], x) != 0)
-		return 0;
-	memmove(m->e + i, m->e + i + 1, (m->n - i - 1) * sizeof(dm_entry));
-	m->n--;
-	return 1;
-}
-
-static void
-m_copy(model *dst, const model *src)
-{
-	dst->n = 0;
-	for (size_t i = 0; i < src->n; i++)
-	{
-		/* appending in order: m_insert hits the end every time */
-		m_insert(dst, src->e[i]);
-	}
-}
-
-static void
-m_free(model *m)
-{
-	free(m->e);
-	memset(m, 0, sizeof(*m));
-}
-
-/* The model's slice [*from, *to) for a range (empty if lo > hi). */
-static void
-m_range(const model *m, const dm_range *r, size_t *from, size_t *to)
-{
-	*from = r->lo_incl ? m_lower(m, r->lo) : m_upper(m, r->lo);
-	*to = r->hi_incl ? m_upper(m, r->hi) : m_lower(m, r->hi);
-	if (*to < *from)
-		*to = *from;
-}
-
-static int
-in_range(const dm_range *r, dm_entry e)
-{
-	int			a = dm_entry_cmp(e, r->lo),
-				b = dm_entry_cmp(e, r->hi);
-
-	return (r->lo_incl ? a >= 0 : a > 0) && (r->hi_incl ? b <= 0 : b < 0);
-}
 
 static int
 cmp_entry_qsort(const void *a, const void *b)

@@ -1,0 +1,35 @@
+/*
+ * entrymodel.h — the reference the tree tests compare against: a sorted
+ * array of distinct (key, tid) entries with the same ordering as the remote
+ * tree, plus formatting of entries and ranges for failure messages.
+ */
+#ifndef DM_ENTRYMODEL_H
+#define DM_ENTRYMODEL_H
+
+#include <stddef.h>
+
+#include "dm_tree.h"
+
+typedef struct model
+{
+	dm_entry   *e;
+	size_t		n,
+				cap;
+} model;
+
+extern size_t m_lower(const model *m, dm_entry x);	/* first index with entry >= x */
+extern size_t m_upper(const model *m, dm_entry x);	/* first index with entry > x */
+extern int	m_has(const model *m, dm_entry x);
+extern int	m_insert(model *m, dm_entry x);	/* 1 if added */
+extern int	m_delete(model *m, dm_entry x);	/* 1 if removed */
+extern void m_copy(model *dst, const model *src);
+extern void m_free(model *m);
+/* The slice [*from, *to) of a range (empty if lo > hi). */
+extern void m_range(const model *m, const dm_range *r, size_t *from, size_t *to);
+extern int	in_range(const dm_range *r, dm_entry e);
+
+/* "(key,tid)", "(NULL,tid)", "(INF)"; "[lo .. hi) forward"; rotating static buffers. */
+extern const char *E(dm_entry e);
+extern const char *R(const dm_range *r);
+
+#endif
