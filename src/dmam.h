@@ -128,6 +128,8 @@ extern dm_tree *dmindex_open_tree(Relation index);
 
 /* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
 extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);
+/* The same without errors: false if there is no valid metapage (for DROP and GC). */
+extern bool dmindex_try_read_meta(Relation index, DmMetaPageData *meta);
 
 /*
  * Create a fresh remote tree for the index's current relfilenode and write

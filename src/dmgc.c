@@ -277,20 +277,16 @@ note_index_drop(Oid relid)
 	}
 	ReleaseSysCache(tup);
 	index = index_open(relid, NoLock);
-	/* a damaged or never-built index must still be droppable: read carefully */
-	if (RelationGetNumberOfBlocks(index) > 0)
+
+	/*
+	 * A damaged or never-built index must still be droppable: no errors.
+	 * Only a tree this index owns: a copy made by CREATE DATABASE names the
+	 * template's tree, which must survive the copy's drop.
+	 */
 	{
-		Buffer		buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
 		DmMetaPageData meta;
 
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
-		UnlockReleaseBuffer(buf);
-		/*
-		 * Only a tree this index owns: a copy made by CREATE DATABASE names
-		 * the template's tree, which must survive the copy's drop.
-		 */
-		if (meta.magic == DMINDEX_META_MAGIC && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
+		if (dmindex_try_read_meta(index, &meta) && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
 			meta.tree.sysid == GetSystemIdentifier() && meta.tree.dboid == MyDatabaseId &&
 			meta.tree.relfilenode == index->rd_node.relNode)
 			note(&dropped_trees, &meta);
@@ -366,24 +362,16 @@ live_relfilenodes(int *n)
 		 */
 		{
 			Relation	index = index_open(cls->oid, AccessShareLock);
+			DmMetaPageData meta;
 
-			if (RelationGetNumberOfBlocks(index) > 0)
+			if (dmindex_try_read_meta(index, &meta) && meta.tree.relfilenode != cls->relfilenode)
 			{
-				Buffer		buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-				DmMetaPageData meta;
-
-				LockBuffer(buf, BUFFER_LOCK_SHARE);
-				memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
-				UnlockReleaseBuffer(buf);
-				if (meta.magic == DMINDEX_META_MAGIC && meta.tree.relfilenode != cls->relfilenode)
+				if (*n == cap)
 				{
-					if (*n == cap)
-					{
-						cap *= 2;
-						out = repalloc(out, sizeof(Oid) * cap);
-					}
-					out[(*n)++] = meta.tree.relfilenode;
+					cap *= 2;
+					out = repalloc(out, sizeof(Oid) * cap);
 				}
+				out[(*n)++] = meta.tree.relfilenode;
 			}
 			index_close(index, AccessShareLock);
 		}

@@ -81,24 +81,30 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 	pg_unreachable();
 }
 
+bool
+dmindex_try_read_meta(Relation index, DmMetaPageData *meta)
+{
+	Buffer		buf;
+
+	if (RelationGetNumberOfBlocks(index) == 0)
+		return false;
+	buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(meta, PageGetContents(BufferGetPage(buf)), sizeof(*meta));
+	UnlockReleaseBuffer(buf);
+	return meta->magic == DMINDEX_META_MAGIC && meta->version == DMINDEX_META_VERSION &&
+		meta->nmemnodes > 0 && meta->nmemnodes <= DMINDEX_MAX_MEMNODES;
+}
+
 void
 dmindex_read_meta(Relation index, DmMetaPageData *meta)
 {
-	Buffer		buf;
-	Page		page;
-
 	if (RelationGetNumberOfBlocks(index) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has no metapage", RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
-	buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	memcpy(meta, PageGetContents(page), sizeof(*meta));
-	UnlockReleaseBuffer(buf);
-	if (meta->magic != DMINDEX_META_MAGIC || meta->version != DMINDEX_META_VERSION ||
-		meta->nmemnodes == 0 || meta->nmemnodes > DMINDEX_MAX_MEMNODES)
+	if (!dmindex_try_read_meta(index, meta))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" is not a dmindex index or has an unsupported version",
