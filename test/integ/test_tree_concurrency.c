@@ -94,37 +94,6 @@ static memnode_proc mn;
 static uint64_t g_seed = 1;
 static int	g_scale = 100;
 
-/* ---- PRNG (splitmix64), one stream per process --------------------------- */
-
-static uint64_t rng;
-
-static uint64_t
-rnd(void)
-{
-	uint64_t	z = (rng += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-static uint64_t
-rnd_below(uint64_t n)
-{
-	return n ? rnd() % n : 0;
-}
-
-
-
-/* ---- sorted-array model ------------------------------------------------------ */
-
-
-
-
-
-
-
-
 
 static int
 cmp_entry_qsort(const void *a, const void *b)

@@ -1,5 +1,6 @@
 /*
- * entrymodel.c — the sorted-array model of the tree tests (see entrymodel.h).
+ * entrymodel.c — the sorted-array model and PRNG of the tree tests (see
+ * entrymodel.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -152,4 +153,22 @@ in_range(const dm_range *r, dm_entry e)
 				b = dm_entry_cmp(e, r->hi);
 
 	return (r->lo_incl ? a >= 0 : a > 0) && (r->hi_incl ? b <= 0 : b < 0);
+}
+
+uint64_t	rng;
+
+uint64_t
+rnd(void)
+{
+	uint64_t	z = (rng += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+uint64_t
+rnd_below(uint64_t n)
+{
+	return n ? rnd() % n : 0;
 }

@@ -1,7 +1,8 @@
 /*
  * entrymodel.h — the reference the tree tests compare against: a sorted
  * array of distinct (key, tid) entries with the same ordering as the remote
- * tree, plus formatting of entries and ranges for failure messages.
+ * tree, the tests' PRNG, and formatting of entries and ranges for
+ * failure messages.
  */
 #ifndef DM_ENTRYMODEL_H
 #define DM_ENTRYMODEL_H
@@ -27,6 +28,14 @@ extern void m_free(model *m);
 /* The slice [*from, *to) of a range (empty if lo > hi). */
 extern void m_range(const model *m, const dm_range *r, size_t *from, size_t *to);
 extern int	in_range(const dm_range *r, dm_entry e);
+
+/*
+ * The tree tests' deterministic PRNG (splitmix64): set rng to seed it, per
+ * process (each forked child reseeds its own stream).
+ */
+extern uint64_t rng;
+extern uint64_t rnd(void);
+extern uint64_t rnd_below(uint64_t n);	/* 0 when n is 0 */
 
 /* "(key,tid)", "(NULL,tid)", "(INF)"; "[lo .. hi) forward"; rotating static buffers. */
 extern const char *E(dm_entry e);
