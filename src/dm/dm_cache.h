@@ -1,0 +1,208 @@
+/*
+ * dm_cache.h — the compute-side node cache (DEX §5; DESIGN.md §6): frames
+ * holding copies of remote tree nodes, shared by every process of one
+ * compute instance (PostgreSQL backends, or benchmark processes forked
+ * after the mapping was made).  It lives in one caller-provided piece of
+ * shared memory and uses no pointers inside it, so it works wherever that
+ * memory is mapped.
+ *
+ * Pieces (all synchronised with atomics and small per-bucket spinlocks; no
+ * global lock or global list on the hot path):
+ *
+ *  - frames: node_size bytes of node plus a header with an optimistic
+ *    version lock (even = free, odd = held by a writer; readers copy and
+ *    re-check), the node's identity (tree tag, global address), its state
+ *    (FREE, IO, HOT, COOLING), level, and the frame of the parent it was
+ *    reached from;
+ *  - swizzled child pointers: an inner node's frame has, parallel to its
+ *    child entries, a "hint" per child naming the frame that holds the
+ *    child.  A descent that finds a hint goes straight to that frame (no
+ *    mapping-table lookup); hints are validated by the target frame's
+ *    identity, so stale ones are harmless.  Keeping them beside the node
+ *    rather than inside it leaves the node image identical to remote memory:
+ *    write-through needs no unswizzling and checksums stay valid;
+ *  - the mapping table: a hash of chains from (tree tag, address) to frame,
+ *    one spinlock per bucket.  A frame in state IO is the "I/O flag": one
+ *    process is fetching that node and everybody else reads it remotely or
+ *    waits, instead of fetching it again;
+ *  - the cooling map: a hash table of small FIFO arrays (one cache line
+ *    each) holding eviction candidates.  A process needing a frame samples
+ *    random HOT frames and cools them — path-aware: an inner node delegates
+ *    the cooling to a HOT child it points to, so a parent cools only after
+ *    its children — then evicts the oldest candidate of a random bucket.
+ *    Touching a COOLING node makes it HOT again (second chance).
+ *
+ * Write-through: the cache never holds data remote memory does not have, so
+ * an evicted frame needs no write-back, and a crash loses nothing.
+ */
+#ifndef DM_CACHE_H
+#define DM_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dm_types.h"
+
+typedef struct dm_cache dm_cache;
+
+#define DM_FRAME_NONE		UINT32_MAX
+#define DM_CACHE_LEVELS		8		/* statistics by level; deeper levels count in the last */
+
+/* What a cache admits (the policy is fixed when the cache is created). */
+typedef enum dm_cache_policy
+{
+	DM_CACHE_OFF = 0,			/* no caching: every node read is remote */
+	DM_CACHE_INNER = 1,			/* inner nodes only (Sherman's policy) */
+	DM_CACHE_DEX = 2			/* inner nodes always, leaves with a probability (DEX) */
+} dm_cache_policy;
+
+typedef struct dm_cache_config
+{
+	uint32_t	frame_size;		/* bytes of node per frame: the largest node size cached */
+	uint32_t	nframes;		/* capacity in frames (>= 16) */
+	dm_cache_policy policy;
+	uint32_t	leaf_admit_permille;	/* DEX: chance (0..1000) that a leaf read is admitted */
+	uint32_t	cooling_percent;	/* cooling map capacity as % of frames (1..50; 0 = 10) */
+} dm_cache_config;
+
+/* Bytes of shared memory a cache of this configuration needs. */
+extern size_t dm_cache_shmem_size(const dm_cache_config *cfg);
+/* Frames that fit in `bytes` of shared memory with this frame size (0 if too small). */
+extern uint32_t dm_cache_frames_for_bytes(size_t bytes, uint32_t frame_size);
+
+/*
+ * Initialise a cache in mem (len bytes, 64-byte aligned, shared between the
+ * processes that will use it, zeroed or not).  NULL if cfg is invalid or
+ * len too small.  Other processes use the same pointer (dm_cache_attach
+ * checks a mapping made elsewhere).
+ */
+extern dm_cache *dm_cache_init(void *mem, size_t len, const dm_cache_config *cfg);
+extern dm_cache *dm_cache_attach(void *mem);
+
+extern dm_cache_policy dm_cache_get_policy(const dm_cache *c);
+extern uint32_t dm_cache_frame_size(const dm_cache *c);
+extern uint32_t dm_cache_nframes(const dm_cache *c);
+/* Whether the policy admits a node of this level (leaves: by coin toss for DEX). */
+extern int	dm_cache_should_admit(dm_cache *c, int level);
+/* Whether the policy caches nodes of this level at all (writes go through frames then). */
+extern int	dm_cache_caches_level(const dm_cache *c, int level);
+
+/*
+ * A tree tag identifies one incarnation of one tree (tree id mixed with
+ * its home memnode's incarnation), so frames of a dropped tree, or of a
+ * memnode that restarted and reuses addresses, can never be hit.
+ */
+extern uint64_t dm_cache_tree_tag(uint64_t tree_id, uint64_t incarnation);
+
+/* ---- reading ------------------------------------------------------------ */
+
+/*
+ * Find the frame holding (tag, addr): first the hint (a frame number or
+ * DM_FRAME_NONE), then the mapping table.  Returns the frame, or
+ * DM_FRAME_NONE (*io, may be NULL, is set when a fetch is in progress).
+ */
+extern uint32_t dm_cache_lookup(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t hint, int *io);
+
+/* Results of dm_cache_copy. */
+#define DM_CACHE_COPIED		0	/* buf holds a consistent copy */
+#define DM_CACHE_GONE		1	/* the frame no longer holds (tag, addr): look up again */
+#define DM_CACHE_BUSY		2	/* a writer or fetch held it too long: read remotely */
+
+/*
+ * Copy the node in frame f into buf (len bytes) if the frame holds
+ * (tag, addr), and its child hints into hints (may be NULL; room for
+ * dm_cache_hint_slots entries).  Waits while a writer holds the frame.
+ * A COOLING frame becomes HOT again.  *level (may be NULL) gets its level.
+ * Counts a hit (and the round trip and bytes it saved).
+ */
+extern int	dm_cache_copy(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
+						  void *buf, uint32_t len, uint32_t *hints, int *level);
+extern uint32_t dm_cache_hint_slots(const dm_cache *c);
+
+/* Remember that child `slot` of the node in frame parent is in frame child. */
+extern void dm_cache_set_hint(dm_cache *c, uint32_t parent, int slot, uint32_t child);
+
+/* ---- admission ---------------------------------------------------------- */
+
+/*
+ * Start admitting (tag, addr): returns a frame in state IO, locked and
+ * registered in the mapping table, for the caller to fill from remote
+ * memory and then finish or abort.  DM_FRAME_NONE when the node is already
+ * cached or being fetched (*existing gets that frame, or DM_FRAME_NONE when
+ * it is in IO), or when no frame could be freed.
+ */
+extern uint32_t dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t *existing);
+/*
+ * Fill the frame with node (len bytes) of this level and make it HOT.
+ * parent/slot (DM_FRAME_NONE / -1 if unknown) record where it was reached
+ * from and swizzle the parent's hint.  keep_locked leaves the frame locked
+ * for the caller (a writer that admitted the node to write it).
+ */
+extern void dm_cache_admit_finish(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
+								  uint32_t parent, int slot, int keep_locked);
+extern void dm_cache_admit_abort(dm_cache *c, uint32_t f);
+
+/* ---- writing ------------------------------------------------------------- */
+
+/*
+ * Take the frame's local write lock if it (still) holds (tag, addr); waits
+ * for other writers and for a fetch in progress.  0 = locked (buf, may be
+ * NULL, gets the node), DM_CACHE_GONE = it was evicted meanwhile.
+ */
+extern int	dm_cache_lock(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr, void *buf, uint32_t len);
+/*
+ * Release the lock; node (len bytes, may be NULL = unchanged) becomes the
+ * frame's content.  A changed inner node loses its hints (entries moved).
+ */
+extern void dm_cache_unlock(dm_cache *c, uint32_t f, const void *node, uint32_t len);
+/* Drop the frame while holding its lock (its content can no longer be trusted). */
+extern void dm_cache_unlock_drop(dm_cache *c, uint32_t f);
+
+/* Drop (tag, addr) if cached (e.g. a node a bulk load replaced). */
+extern void dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr);
+/* Drop every frame of a tree (dropped, or its ownership changed); returns frames dropped. */
+extern uint32_t dm_cache_invalidate_tree(dm_cache *c, uint64_t tag);
+
+/* ---- statistics ------------------------------------------------------------ */
+
+typedef struct dm_cache_stats
+{
+	uint32_t	policy;
+	uint32_t	frame_size;
+	uint64_t	nframes;
+	uint64_t	cooling_capacity;	/* slots in the cooling map */
+	uint64_t	frames_used[DM_CACHE_LEVELS];	/* HOT or COOLING frames, by level */
+	uint64_t	frames_cooling;
+	uint64_t	hits[DM_CACHE_LEVELS];
+	uint64_t	misses[DM_CACHE_LEVELS];
+	uint64_t	hint_hits;		/* hits through a swizzled pointer (no table lookup) */
+	uint64_t	admissions;
+	uint64_t	admit_skipped;	/* leaves not admitted by the coin toss */
+	uint64_t	evictions;
+	uint64_t	coolings;		/* frames put in the cooling map */
+	uint64_t	delegations;	/* cooling passed from a parent to a child */
+	uint64_t	promotions;		/* COOLING frames touched and made HOT again */
+	uint64_t	io_waits;		/* lookups that found a fetch in progress */
+	uint64_t	no_frame;		/* admissions abandoned: no frame could be freed */
+	uint64_t	invalidations;
+	uint64_t	local_writes;	/* writes under the local lock only (owned nodes) */
+	uint64_t	round_trips_avoided;	/* remote reads and lock operations not issued */
+	uint64_t	bytes_avoided;
+} dm_cache_stats;
+
+extern void dm_cache_stats_get(dm_cache *c, dm_cache_stats *st);
+extern void dm_cache_stats_reset(dm_cache *c);
+/* Counted by the tree code: a node of this level read remotely. */
+extern void dm_cache_count_miss(dm_cache *c, int level);
+/* Counted by the tree code: a write that needed no remote lock (saves a CAS round trip and the unlock). */
+extern void dm_cache_count_local_write(dm_cache *c);
+
+/*
+ * Consistency check for tests: every HOT/COOLING frame is in the mapping
+ * table under its identity exactly once, no FREE frame is, chains have no
+ * cycles, and cooling slots name real frames.  0 = fine; otherwise msg
+ * says what is wrong.  Call it while nobody uses the cache.
+ */
+extern int	dm_cache_check(dm_cache *c, char *msg, size_t msglen);
+
+#endif							/* DM_CACHE_H */
