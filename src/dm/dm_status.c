@@ -29,6 +29,7 @@ dm_strerror(int status)
 		case DM_ERR_TOOBIG: return "request too large";
 		case DM_ERR_CORRUPT: return "data failed validation";
 		case DM_ERR_INTERNAL: return "internal error";
+		case DM_ERR_NOTOWNER: return "key outside this instance's partition";
 	}
 	return "unknown error";
 }

@@ -222,6 +222,8 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 void
 dm_tree_close(dm_tree *t)
 {
+	if (t)
+		free(t->hints);
 	free(t);
 }
 
@@ -237,6 +239,9 @@ dm_tree_destroy(dm_tree *t)
 			return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
 	if ((rc = dm_tree_drop(t->c, t->home, &t->name, NULL)) != DM_OK)
 		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (t->cache)
+		dm_cache_invalidate_tree(t->cache, t->ctag);
+	free(t->hints);
 	free(t);
 	return DM_OK;
 }
@@ -277,7 +282,8 @@ dm_tree_error(const dm_tree *t)
  * root is not installed yet), the root word is read again, with backoff.
  */
 static int
-descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gaddr *out_addr, void *buf)
+descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gaddr *out_addr,
+			 void *buf, dm_fetch_ctx *out_ctx)
 {
 	int			rc;
 
@@ -286,6 +292,9 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 		dm_gaddr	addr = t->root;
 		int			fresh = 0;
 		int			top = 1;
+		uint32_t	frame = DM_FRAME_NONE;
+		/* the cached parent we came through, if it may be stale (shared) */
+		dm_gaddr	stale_suspect = 0;
 
 		if (restarts > 0)
 		{
@@ -303,8 +312,13 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				return rc;
 			fresh = 1;
 		}
-		if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
-			return rc;
+		{
+			dm_fetch_ctx rctx = {DM_FRAME_NONE, -1, t->root_frame, 0};
+
+			if ((rc = dm_node_fetch(t, addr, -1, rctx, buf, &frame)) != DM_OK)
+				return rc;
+			t->root_frame = frame;
+		}
 		for (;;)
 		{
 			dm_node_hdr *h = NODE_HDR(buf);
@@ -326,7 +340,13 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				if (right == 0)
 					return dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
 										(unsigned long long) addr);
-				if ((rc = dm_node_read(t, right, buf)) != DM_OK)
+				/* a cached shared parent that sent us here may lack a separator */
+				if (stale_suspect && t->cache)
+				{
+					dm_cache_invalidate(t->cache, t->ctag, stale_suspect);
+					stale_suspect = 0;
+				}
+				if ((rc = dm_node_fetch(t, right, h->level, DM_FETCH_CTX_NONE, buf, &frame)) != DM_OK)
 					return rc;
 				addr = right;
 				continue;
@@ -341,11 +361,19 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				int			i = dm_inner_child_index(buf, e);
 				int			want = h->level - 1;
 				dm_gaddr	child;
+				dm_fetch_ctx ctx;
 
 				/* before: the child holding entries < e has the last sep < e */
 				while (before && i > 0 && dm_entry_cmp(INNER_ENTS(buf)[i].sep, e) >= 0)
 					i--;
 				child = INNER_ENTS(buf)[i].child;
+				ctx.pframe = frame;
+				ctx.slot = i;
+				ctx.hint = frame != DM_FRAME_NONE ? t->hints[i] : DM_FRAME_NONE;
+				stale_suspect = frame != DM_FRAME_NONE &&
+					dm_tree_own_class(t, h->low, h->high) != DM_OWN_OWNED ? addr : 0;
+				ctx.suspect = stale_suspect;
+
 				/*
 				 * A writer locks the node next, which reads it again: stop at
 				 * its address (the lock's read validates fences and level).
@@ -353,9 +381,11 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				if (no_read && want == level)
 				{
 					*out_addr = child;
+					if (out_ctx)
+						*out_ctx = ctx;
 					return DM_OK;
 				}
-				if ((rc = dm_node_read(t, child, buf)) != DM_OK)
+				if ((rc = dm_node_fetch(t, child, want, ctx, buf, &frame)) != DM_OK)
 					return rc;
 				addr = child;
 				top = 0;
@@ -363,6 +393,8 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 					break;
 			}
 		}
+		if (stale_suspect && t->cache)
+			dm_cache_invalidate(t->cache, t->ctag, stale_suspect);
 		t->root = 0;
 	}
 	return dm_tree_fail(t, DM_ERR_CORRUPT, "descent did not converge after %d restarts", MAX_RESTARTS);
@@ -371,13 +403,13 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 int
 dm_tree_descend(dm_tree *t, dm_entry e, int level, dm_gaddr *addr, void *buf)
 {
-	return descend_impl(t, e, level, 0, 0, addr, buf);
+	return descend_impl(t, e, level, 0, 0, addr, buf, NULL);
 }
 
 int
 dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf)
 {
-	return descend_impl(t, e, 0, 1, 0, addr, buf);
+	return descend_impl(t, e, 0, 1, 0, addr, buf, NULL);
 }
 
 /* ---- writes -------------------------------------------------------------------- */
@@ -396,20 +428,21 @@ entry_valid(dm_entry e)
 
 /*
  * Lock the node at `level` covering e (moving right past concurrent splits).
- * Returns with the node locked and its copy in buf.
+ * Returns with the node locked (*wl) and its copy in buf.
  */
 static int
-lock_covering(dm_tree *t, int level, dm_entry e, dm_gaddr *out, void *buf)
+lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 {
 	dm_gaddr	addr;
+	dm_fetch_ctx ctx;
 	int			rc;
 
 	for (int attempt = 0; attempt < MAX_RESTARTS; attempt++)
 	{
 		/* the address only: locking reads the node anyway (one round trip saved) */
-		if ((rc = descend_impl(t, e, level, 0, 1, &addr, buf)) != DM_OK)
+		if ((rc = descend_impl(t, e, level, 0, 1, &addr, buf, &ctx)) != DM_OK)
 			return rc;
-		if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+		if ((rc = dm_node_wlock(t, addr, level, ctx, buf, wl)) != DM_OK)
 			return rc;
 		for (;;)
 		{
@@ -419,22 +452,22 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_gaddr *out, void *buf)
 			if ((h->flags & DM_NODE_DEAD) || h->level != level || dm_entry_cmp(e, h->low) < 0)
 				break;			/* changed under us before we locked it: descend again */
 			if (dm_node_covers(buf, e))
-			{
-				*out = addr;
 				return DM_OK;
-			}
 			/* split after our descent read it: the entry moved right */
-			if ((rc = dm_node_unlock(t, addr)) != DM_OK)
+			if ((rc = dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL)) != DM_OK)
 				return rc;
 			if (right == 0)
 				return dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
 									(unsigned long long) addr);
 			addr = right;
-			if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+			if ((rc = dm_node_wlock(t, addr, level, DM_FETCH_CTX_NONE, buf, wl)) != DM_OK)
 				return rc;
 		}
-		if ((rc = dm_node_unlock(t, addr)) != DM_OK)
+		if ((rc = dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL)) != DM_OK)
 			return rc;
+		/* a cached shared parent that led to the wrong node must be read again */
+		if (t->cache && ctx.suspect)
+			dm_cache_invalidate(t->cache, t->ctag, ctx.suspect);
 		t->root = 0;
 	}
 	return dm_tree_fail(t, DM_ERR_CORRUPT, "could not lock the node covering an entry");
@@ -490,13 +523,15 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 	}
 	while (i < n)
 	{
-		dm_gaddr	addr = 0;
+		dm_wlock	wl;
+		dm_gaddr	addr;
 		dm_node_hdr *h = NODE_HDR(buf);
 		int			j = i, m = 0, added = 0, k = 0;
 		int			count;
 
-		if ((rc = lock_covering(t, level, items[i].sep, &addr, buf)) != DM_OK)
+		if ((rc = lock_covering(t, level, items[i].sep, &wl, buf)) != DM_OK)
 			goto out;
+		addr = wl.addr;
 		count = h->count;
 		/* the items this node covers, at most cap per round so one split suffices */
 		while (j < n && j - i < cap && dm_node_covers(buf, items[j].sep))
@@ -518,7 +553,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 					removed++;
 				}
 			}
-			rc = removed ? dm_node_write_unlock(t, addr, buf, 0, NULL, NULL) : dm_node_unlock(t, addr);
+			rc = dm_node_wunlock(t, &wl, buf, removed > 0, 0, NULL, NULL);
 			if (rc != DM_OK)
 				goto out;
 			if (changed)
@@ -551,7 +586,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			*changed += added;
 		if (added == 0)
 		{
-			if ((rc = dm_node_unlock(t, addr)) != DM_OK)
+			if ((rc = dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL)) != DM_OK)
 				goto out;
 			i = j;
 			continue;
@@ -566,7 +601,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 					INNER_ENTS(buf)[x] = merged[x];
 			}
 			h->count = (uint16_t) m;
-			if ((rc = dm_node_write_unlock(t, addr, buf, 0, NULL, NULL)) != DM_OK)
+			if ((rc = dm_node_wunlock(t, &wl, buf, 1, 0, NULL, NULL)) != DM_OK)
 				goto out;
 			i = j;
 			continue;
@@ -584,7 +619,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 
 			if ((rc = dm_node_alloc(t, mn, &raddr)) != DM_OK)
 			{
-				dm_node_unlock(t, addr);
+				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
 				goto out;
 			}
 			dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
@@ -609,7 +644,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			h->high = rh->low;
 			h->right = raddr;
 			(void) esz;
-			if ((rc = dm_node_write_unlock(t, addr, buf, 1, &raddr, (uint8_t *const *) &rbuf)) != DM_OK)
+			if ((rc = dm_node_wunlock(t, &wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf)) != DM_OK)
 				goto out;
 			t->ctr.splits++;
 			up.sep = rh->low;
@@ -672,6 +707,11 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	for (int i = 0; i < n; i++)
 		if (!entry_valid(e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
 			return dm_tree_fail(t, DM_ERR_INVALID, "entries must be valid and strictly ascending (at %d)", i);
+	for (int i = 0; i < n; i++)
+		if (!dm_tree_owns_entry(t, e[i]))
+			return dm_tree_fail(t, DM_ERR_NOTOWNER,
+								"key %llu is outside the key ranges instance %u owns in this tree",
+								(unsigned long long) e[i].key, t->instance);
 	if ((items = malloc(sizeof(*items) * (size_t) n)) == NULL)
 		return DM_ERR_NOMEM;
 	for (int i = 0; i < n; i++)

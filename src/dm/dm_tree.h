@@ -54,7 +54,7 @@ typedef struct dm_entry
 #define DM_NODE_HEADER	88
 #define DM_NODE_MIN		256
 #define DM_NODE_MAX		4096
-#define DM_TREE_MAX_MEMNODES 20
+#define DM_TREE_MAX_MEMNODES 16
 #define DM_TREE_READ_RETRIES 2000
 
 static inline dm_entry
@@ -224,6 +224,52 @@ extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
  * *entries (may be NULL) receives the number of leaf entries.
  */
 extern int	dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msglen);
+
+/*
+ * Compute-side cache and key ownership (DESIGN.md §6–§7, DEX §4–§5).
+ *
+ * A tree's key space is split into ranges, each owned by one compute
+ * instance; the partition map lives in remote memory (meta word 7 of the
+ * tree's catalog entry points to it) with an epoch.  Without a stored map
+ * the whole key space belongs to instance 0.  Range i holds keys
+ * [lo[i], lo[i+1]); the last range runs to the end and holds the NULLs.
+ *
+ * dm_tree_use_cache() reads the map and makes this handle work as part of
+ * `instance`: writes of keys the instance does not own fail with
+ * DM_ERR_NOTOWNER, and, with a cache (may be NULL), nodes are read through
+ * it.  Nodes whose fences lie inside the instance's ranges ("owned") are
+ * written under the cache frame's local lock only — every process of the
+ * instance writes them through the same cache, and no other instance
+ * writes them — straight through to remote memory before the write
+ * returns.  Nodes that straddle a boundary ("shared") are written under the
+ * remote lock as well; cached copies of shared inner nodes may be stale and
+ * are refreshed when a descent finds them so (fences); shared and foreign
+ * leaves are never cached.  All handles of one instance that write a tree
+ * must use the same cache (or none: then none may).
+ */
+#define DM_PART_MAX 64
+
+typedef struct dm_partition_map
+{
+	uint64_t	epoch;
+	int			n;
+	uint64_t	lo[DM_PART_MAX];	/* lo[0] = 0, strictly ascending */
+	uint32_t	instance[DM_PART_MAX];
+} dm_partition_map;
+
+struct dm_cache;
+extern int	dm_tree_use_cache(dm_tree *t, struct dm_cache *cache, uint32_t instance);
+extern int	dm_tree_partitions_get(dm_tree *t, dm_partition_map *m);
+/*
+ * Store a new map (epoch = old epoch + 1).  Instances pick it up at their
+ * next dm_tree_use_cache() or dm_tree_partitions_refresh(); the caller
+ * makes sure no instance writes keys that change hands meanwhile.
+ */
+extern int	dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m);
+/* Re-read the map; if its epoch changed, drop the tree's cached nodes. */
+extern int	dm_tree_partitions_refresh(dm_tree *t);
+/* Whether this handle's instance owns key (NULLs: key UINT64_MAX). */
+extern int	dm_tree_owns_key(const dm_tree *t, uint64_t key);
 
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters

@@ -239,6 +239,7 @@ dm_bulk_finish(dm_bulk *b)
 	dm_tree    *t = b->t;
 	dm_gaddr	root = 0;
 	uint8_t    *old;
+	dm_wlock	wl;
 	uint64_t	prev;
 	int			rc = DM_OK;
 
@@ -285,7 +286,7 @@ dm_bulk_finish(dm_bulk *b)
 		bulk_free(b);
 		return DM_ERR_NOMEM;
 	}
-	if ((rc = dm_node_lock(t, b->old_root, old)) == DM_OK)
+	if ((rc = dm_node_wlock(t, b->old_root, 0, DM_FETCH_CTX_NONE, old, &wl)) == DM_OK)
 	{
 		if (NODE_HDR(old)->count != 0 || NODE_HDR(old)->level != 0 || (NODE_HDR(old)->flags & DM_NODE_DEAD))
 			rc = dm_tree_fail(t, DM_ERR_INVALID, "the tree changed during the bulk load");
@@ -296,11 +297,12 @@ dm_bulk_finish(dm_bulk *b)
 		if (rc == DM_OK)
 		{
 			NODE_HDR(old)->flags |= DM_NODE_DEAD;
-			rc = dm_node_write_unlock(t, b->old_root, old, 0, NULL, NULL);
+			/* a dead node is never cached: this also drops the old root's frame */
+			rc = dm_node_wunlock(t, &wl, old, 1, 0, NULL, NULL);
 			t->root = root;
 		}
 		else
-			dm_node_unlock(t, b->old_root);
+			dm_node_wunlock(t, &wl, old, 0, 0, NULL, NULL);
 	}
 	free(old);
 	bulk_free(b);

@@ -7,6 +7,7 @@
 #ifndef DM_TREE_INT_H
 #define DM_TREE_INT_H
 
+#include "dm_cache.h"
 #include "dm_node.h"
 
 #define DM_TREE_META_MAGIC UINT64_C(0x444D5452)	/* "DMTR" */
@@ -39,8 +40,47 @@ struct dm_tree
 	unsigned	rr;				/* round-robin cursor for placement above level M */
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
 	dm_tree_counters ctr;
+
+	/* cache and ownership (dm_tree_own.c) */
+	dm_cache   *cache;			/* NULL: every read is remote */
+	uint64_t	ctag;			/* this tree's tag in the cache */
+	uint32_t	root_frame;		/* hint: the frame that held the root */
+	uint32_t   *hints;			/* child hints of the node fetched last */
+	int			own_enforce;	/* refuse writes of keys not owned */
+	uint32_t	instance;
+	uint64_t	part_epoch;
+	int			nown;			/* owned ranges of entries [own_lo, own_hi), merged */
+	dm_entry	own_lo[DM_PART_MAX];
+	dm_entry	own_hi[DM_PART_MAX];	/* DM_ENTRY_INF: to the end */
 	char		err[512];
 };
+
+/*
+ * Where a node was reached from, for admitting it with a swizzled pointer:
+ * the parent's frame, the child's slot in it and the parent's hint for it.
+ */
+typedef struct dm_fetch_ctx
+{
+	uint32_t	pframe;
+	int			slot;
+	uint32_t	hint;
+	dm_gaddr	suspect;		/* the parent, if it came from the cache and may be stale */
+} dm_fetch_ctx;
+
+#define DM_FETCH_CTX_NONE ((dm_fetch_ctx) {DM_FRAME_NONE, -1, DM_FRAME_NONE, 0})
+
+/* A node held for writing: its frame's local lock and/or its remote lock. */
+typedef struct dm_wlock
+{
+	dm_gaddr	addr;
+	uint32_t	frame;			/* DM_FRAME_NONE: not cached */
+	int			remote;			/* the remote lock is held too */
+} dm_wlock;
+
+/* Ownership classes of a node's fence range. */
+#define DM_OWN_FOREIGN	0		/* no key of it is ours */
+#define DM_OWN_SHARED	1		/* straddles a boundary of ours */
+#define DM_OWN_OWNED	2		/* all of it is ours */
 
 /* dm_tree_io.c */
 extern int	dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
@@ -61,6 +101,27 @@ extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
 extern int	dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr);
 /* Memnode for a new node at level, split off a node on memnode `from`. */
 extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
+
+/*
+ * Read a node through the cache: level is the expected level (-1 unknown),
+ * ctx where it was reached from.  *frame (may be NULL) gets the frame the
+ * copy came from or was admitted to, and t->hints that frame's child hints.
+ */
+extern int	dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx,
+						  void *buf, uint32_t *frame);
+/* Lock a node for writing (the node is expected at `level`); buf gets it. */
+extern int	dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx,
+						  void *buf, dm_wlock *wl);
+/*
+ * Release it.  changed: write buf (sealed here) through to remote memory
+ * first, after the new nodes (not yet reachable) in new_addrs/new_bufs.
+ */
+extern int	dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
+							int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
+
+/* dm_tree_own.c */
+extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);
+extern int	dm_tree_owns_entry(const dm_tree *t, dm_entry e);
 
 /* dm_tree.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */

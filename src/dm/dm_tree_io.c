@@ -162,10 +162,20 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 		{
 			if (dm_node_valid(buf, t->node_size, t->info.tree_id))
 				return DM_OK;
-			/* nobody writes a node we hold: it is damaged (e.g. a writer died mid-write) */
-			dm_node_unlock(t, addr);
-			return dm_tree_fail(t, DM_ERR_CORRUPT, "locked node at 0x%llx does not validate",
-								(unsigned long long) addr);
+
+			/*
+			 * The instance owning a node writes it under its cache's local
+			 * lock only, so a copy read under the remote lock can still be
+			 * torn when we locked a node that has become another
+			 * instance's (we then only look at its fences and move on).
+			 * Read again; a node that never validates is damaged.
+			 */
+			if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+			{
+				dm_node_unlock(t, addr);
+				return rc;
+			}
+			return DM_OK;
 		}
 		t->ctr.lock_retries++;
 
@@ -210,9 +220,14 @@ dm_node_unlock(dm_tree *t, dm_gaddr addr)
 	return rc == DM_OK ? DM_OK : transport_error(t, rc);
 }
 
-int
-dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
-					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
+/*
+ * Write new nodes, then the node at addr (sealed), and release its remote
+ * lock if `release` (else the lock word is left alone: a node written under
+ * its cache frame's local lock only).
+ */
+static int
+write_nodes(dm_tree *t, dm_gaddr addr, void *buf, int release,
+			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
 	dm_op		ops[8];
 	int			n = 0;
@@ -240,10 +255,222 @@ dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
 	dm_node_seal(buf);
 	/* the body first (from byte 8: the lock word stays ours), then release */
 	dm_op_write(&ops[n++], addr + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
-	dm_op_write(&ops[n++], addr, &zero, 8);
+	if (release)
+		dm_op_write(&ops[n++], addr, &zero, 8);
 	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
 		return transport_error(t, rc);
 	return DM_OK;
+}
+
+int
+dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
+					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
+{
+	return write_nodes(t, addr, buf, 1, nnew, new_addrs, new_bufs);
+}
+
+/* ---- through the cache ------------------------------------------------------------ */
+
+static void
+no_hints(dm_tree *t)
+{
+	if (t->hints)
+		for (uint32_t s = 0; s < dm_cache_hint_slots(t->cache); s++)
+			t->hints[s] = DM_FRAME_NONE;
+}
+
+/*
+ * Whether a node just read may stay in the cache: owned nodes are always
+ * fresh there; shared inner nodes may go stale (descents notice through
+ * fences and refresh them) but leaves must not, and foreign nodes change
+ * without our knowledge.
+ */
+static int
+cacheable(dm_tree *t, const void *buf)
+{
+	const dm_node_hdr *h = buf;
+	int			cls = dm_tree_own_class(t, h->low, h->high);
+
+	if (h->flags & DM_NODE_DEAD)
+		return 0;
+	return cls == DM_OWN_OWNED || (cls == DM_OWN_SHARED && h->level > 0);
+}
+
+int
+dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf, uint32_t *frame)
+{
+	dm_cache   *c = t->cache;
+	uint32_t	hint = ctx.hint;
+	int			rc;
+
+	if (frame)
+		*frame = DM_FRAME_NONE;
+	if (c == NULL)
+		return dm_node_read(t, addr, buf);
+	if (addr == 0 || (addr & DM_GADDR_RESERVED_BIT))
+		return dm_tree_fail(t, DM_ERR_CORRUPT, "tree points to invalid address 0x%llx",
+							(unsigned long long) addr);
+	for (int k = 0; k < 8; k++)
+	{
+		int			io;
+		uint32_t	f = dm_cache_lookup(c, t->ctag, addr, hint, &io);
+		uint32_t	existing;
+
+		if (f != DM_FRAME_NONE)
+		{
+			int			r = dm_cache_copy(c, f, t->ctag, addr, buf, t->node_size, t->hints, NULL);
+
+			if (r == DM_CACHE_COPIED)
+			{
+				/* reached through the table: swizzle the parent's pointer again */
+				if (f != hint && ctx.pframe != DM_FRAME_NONE)
+					dm_cache_set_hint(c, ctx.pframe, ctx.slot, f);
+				if (frame)
+					*frame = f;
+				return DM_OK;
+			}
+			if (r == DM_CACHE_BUSY)
+				break;
+			hint = DM_FRAME_NONE;
+			continue;
+		}
+		if (io || (level >= 0 && !dm_cache_should_admit(c, level)))
+			break;
+		/* the I/O flag: we fetch it, others read it remotely meanwhile */
+		f = dm_cache_admit_begin(c, t->ctag, addr, &existing);
+		if (f == DM_FRAME_NONE)
+		{
+			if (existing == DM_FRAME_NONE)
+				break;
+			hint = existing;
+			continue;
+		}
+		if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+		{
+			dm_cache_admit_abort(c, f);
+			return rc;
+		}
+		dm_cache_count_miss(c, NODE_HDR(buf)->level);
+		if (!cacheable(t, buf) || !dm_cache_caches_level(c, NODE_HDR(buf)->level))
+		{
+			dm_cache_admit_abort(c, f);
+			no_hints(t);
+			return DM_OK;
+		}
+		dm_cache_admit_finish(c, f, buf, t->node_size, NODE_HDR(buf)->level, ctx.pframe, ctx.slot, 0);
+		no_hints(t);
+		if (frame)
+			*frame = f;
+		return DM_OK;
+	}
+	if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+		return rc;
+	dm_cache_count_miss(c, NODE_HDR(buf)->level);
+	no_hints(t);
+	return DM_OK;
+}
+
+int
+dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf, dm_wlock *wl)
+{
+	dm_cache   *c = t->cache;
+	uint32_t	hint = ctx.hint;
+	uint32_t	f = DM_FRAME_NONE;
+	int			rc;
+
+	wl->addr = addr;
+	wl->frame = DM_FRAME_NONE;
+	wl->remote = 1;
+	if (c == NULL || !dm_cache_caches_level(c, level))
+		return dm_node_lock(t, addr, buf);
+
+	/*
+	 * Nodes at a cached level are written through their frame, always (a
+	 * remote-only write would race with a process writing the frame), so
+	 * a node that is not cached is admitted first.
+	 */
+	for (int k = 0;; k++)
+	{
+		int			io;
+		uint32_t	existing;
+
+		f = dm_cache_lookup(c, t->ctag, addr, hint, &io);
+		if (f != DM_FRAME_NONE)
+		{
+			if (dm_cache_lock(c, f, t->ctag, addr, buf, t->node_size) == 0)
+				break;
+			hint = DM_FRAME_NONE;
+			continue;
+		}
+		if (!io)
+		{
+			f = dm_cache_admit_begin(c, t->ctag, addr, &existing);
+			if (f != DM_FRAME_NONE)
+			{
+				if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+				{
+					dm_cache_admit_abort(c, f);
+					return rc;
+				}
+				dm_cache_count_miss(c, NODE_HDR(buf)->level);
+				if (NODE_HDR(buf)->flags & DM_NODE_DEAD)
+				{
+					/* a retired node: lock it remotely like any stale address */
+					dm_cache_admit_abort(c, f);
+					return dm_node_lock(t, addr, buf);
+				}
+				dm_cache_admit_finish(c, f, buf, t->node_size, NODE_HDR(buf)->level,
+									  ctx.pframe, ctx.slot, 1);
+				break;
+			}
+			if (existing != DM_FRAME_NONE)
+			{
+				hint = existing;
+				continue;
+			}
+		}
+		if (k > 200000)
+			return dm_tree_fail(t, DM_ERR_NOMEM, "no frame of the node cache could be freed for a write");
+		backoff(k < 60 ? k : 60);
+	}
+	wl->frame = f;
+	if (dm_tree_own_class(t, NODE_HDR(buf)->low, NODE_HDR(buf)->high) == DM_OWN_OWNED)
+	{
+		wl->remote = 0;
+		return DM_OK;
+	}
+	/* shared: other instances write it too, under the remote lock (which reads it fresh) */
+	if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+	{
+		dm_cache_unlock_drop(c, f);
+		return rc;
+	}
+	return DM_OK;
+}
+
+int
+dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
+				int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
+{
+	dm_cache   *c = t->cache;
+	int			rc = DM_OK;
+
+	if (changed)
+		rc = write_nodes(t, wl->addr, buf, wl->remote, nnew, new_addrs, new_bufs);
+	else if (wl->remote)
+		rc = dm_node_unlock(t, wl->addr);
+	if (wl->frame != DM_FRAME_NONE)
+	{
+		/* a failed write may or may not have landed: forget the copy */
+		if ((changed && rc != DM_OK) || !cacheable(t, buf))
+			dm_cache_unlock_drop(c, wl->frame);
+		else
+			dm_cache_unlock(c, wl->frame, changed || wl->remote ? buf : NULL, t->node_size);
+		if (changed && rc == DM_OK && !wl->remote)
+			dm_cache_count_local_write(c);
+	}
+	wl->frame = DM_FRAME_NONE;
+	return rc;
 }
 
 int

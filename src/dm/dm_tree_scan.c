@@ -132,7 +132,7 @@ step_right(dm_iter *it)
 	if (right == 0)
 		return dm_tree_fail(t, DM_ERR_CORRUPT, "leaf at 0x%llx has a high fence but no right sibling",
 							(unsigned long long) it->addr);
-	if ((rc = dm_node_read(t, right, it->buf)) != DM_OK)
+	if ((rc = dm_node_fetch(t, right, 0, DM_FETCH_CTX_NONE, it->buf, NULL)) != DM_OK)
 		return rc;
 	if (NODE_HDR(it->buf)->level != 0 || dm_entry_cmp(NODE_HDR(it->buf)->low, high) != 0)
 	{
@@ -156,7 +156,7 @@ step_left(dm_iter *it)
 
 	if (addr != 0)
 	{
-		if ((rc = dm_node_read(t, addr, it->buf)) != DM_OK)
+		if ((rc = dm_node_fetch(t, addr, 0, DM_FETCH_CTX_NONE, it->buf, NULL)) != DM_OK)
 			return rc;
 		/* a stale hint points further left: its right siblings lead to our neighbour */
 		for (int k = 0; k < MAX_WALK; k++)
@@ -174,7 +174,7 @@ step_left(dm_iter *it)
 			}
 			if (dm_entry_cmp(h->high, low) > 0 || right == 0)
 				break;
-			if ((rc = dm_node_read(t, right, it->buf)) != DM_OK)
+			if ((rc = dm_node_fetch(t, right, 0, DM_FETCH_CTX_NONE, it->buf, NULL)) != DM_OK)
 				return rc;
 			addr = right;
 		}

@@ -76,10 +76,11 @@ typedef enum dm_status
 	DM_ERR_NOSHM = 17,			/* shm transport requested but not available */
 	DM_ERR_TOOBIG = 18,			/* request or reply would exceed the frame limit */
 	DM_ERR_CORRUPT = 19,		/* data failed validation (e.g. superblock) */
-	DM_ERR_INTERNAL = 20		/* bug: should never happen */
+	DM_ERR_INTERNAL = 20,		/* bug: should never happen */
+	DM_ERR_NOTOWNER = 21		/* key outside this instance's partition of the tree */
 } dm_status;
 
-#define DM_STATUS_MAX DM_ERR_INTERNAL
+#define DM_STATUS_MAX DM_ERR_NOTOWNER
 
 extern const char *dm_strerror(int status);
 

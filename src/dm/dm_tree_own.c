@@ -1,0 +1,244 @@
+/*
+ * dm_tree_own.c — key ownership of compute instances (DEX §4; DESIGN.md
+ * §7): the partition map kept in remote memory, the owned ranges of a
+ * handle, and attaching a handle to a compute-side cache.
+ *
+ * The map is one node-sized block on the tree's home memnode, pointed to
+ * by meta word 7 of the catalog entry; a new map is a new block installed
+ * by CAS on that word, so readers never see half a map.  Block layout
+ * (u64 words): magic, epoch, n, then n pairs (lo key, instance).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_tree_int.h"
+
+#define PART_MAGIC UINT64_C(0x44504D4150310000)	/* "DPMAP1" */
+#define PART_WORD 7				/* meta word holding the map's address */
+
+static dm_gaddr
+part_word_addr(dm_tree *t)
+{
+	/* meta words follow the root word: word k is at meta_addr + 8 * (k - 1) */
+	return t->info.meta_addr + 8 * (PART_WORD - 1);
+}
+
+static void
+default_map(dm_partition_map *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->n = 1;
+}
+
+static int
+map_valid(const dm_partition_map *m, int max)
+{
+	if (m->n < 1 || m->n > max || m->n > DM_PART_MAX || m->lo[0] != 0)
+		return 0;
+	for (int i = 1; i < m->n; i++)
+		if (m->lo[i] <= m->lo[i - 1])
+			return 0;
+	return 1;
+}
+
+static int
+map_capacity(const dm_tree *t)
+{
+	int			n = (int) ((t->node_size - 24) / 16);
+
+	return n < DM_PART_MAX ? n : DM_PART_MAX;
+}
+
+int
+dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
+{
+	dm_gaddr	blk;
+	uint64_t   *w;
+	int			rc;
+
+	if ((rc = dm_read(t->c, part_word_addr(t), &blk, 8)) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (blk == 0)
+	{
+		default_map(m);
+		return DM_OK;
+	}
+	if ((w = malloc(t->node_size)) == NULL)
+		return DM_ERR_NOMEM;
+	if ((rc = dm_read(t->c, blk, w, t->node_size)) != DM_OK)
+	{
+		free(w);
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	}
+	memset(m, 0, sizeof(*m));
+	m->epoch = w[1];
+	m->n = w[2] <= (uint64_t) map_capacity(t) ? (int) w[2] : -1;
+	for (int i = 0; i < m->n; i++)
+	{
+		m->lo[i] = w[3 + 2 * i];
+		m->instance[i] = (uint32_t) w[4 + 2 * i];
+	}
+	rc = w[0] == PART_MAGIC && map_valid(m, map_capacity(t)) ? DM_OK :
+		dm_tree_fail(t, DM_ERR_CORRUPT, "the partition map of the tree does not validate");
+	free(w);
+	return rc;
+}
+
+int
+dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m)
+{
+	dm_partition_map old;
+	dm_gaddr	blk, prev;
+	uint64_t   *w;
+	uint64_t	seen;
+	int			rc;
+
+	if (!map_valid(m, map_capacity(t)))
+		return dm_tree_fail(t, DM_ERR_INVALID,
+							"a partition map needs 1 to %d ranges starting at key 0 in ascending order",
+							map_capacity(t));
+	if ((rc = dm_read(t->c, part_word_addr(t), &prev, 8)) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if ((rc = dm_tree_partitions_get(t, &old)) != DM_OK)
+		return rc;
+	if ((rc = dm_node_alloc(t, t->home, &blk)) != DM_OK)
+		return rc;
+	if ((w = calloc(1, t->node_size)) == NULL)
+		return DM_ERR_NOMEM;
+	w[0] = PART_MAGIC;
+	w[1] = old.epoch + 1;
+	w[2] = (uint64_t) m->n;
+	for (int i = 0; i < m->n; i++)
+	{
+		w[3 + 2 * i] = m->lo[i];
+		w[4 + 2 * i] = m->instance[i];
+	}
+	rc = dm_write(t->c, blk, w, t->node_size);
+	free(w);
+	if (rc == DM_OK)
+		rc = dm_cas(t->c, part_word_addr(t), prev, blk, &seen);
+	if (rc != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (seen != prev)
+		return dm_tree_fail(t, DM_ERR_EXISTS, "the partition map changed concurrently");
+	return DM_OK;
+}
+
+/* Turn the map into this instance's owned entry ranges, merging neighbours. */
+static void
+set_owned(dm_tree *t, const dm_partition_map *m)
+{
+	t->nown = 0;
+	for (int i = 0; i < m->n; i++)
+	{
+		dm_entry	lo,
+					hi;
+
+		if (m->instance[i] != t->instance)
+			continue;
+		lo = dm_entry_make(m->lo[i], 0);
+		hi = i + 1 < m->n ? dm_entry_make(m->lo[i + 1], 0) : DM_ENTRY_INF;
+		if (t->nown > 0 && dm_entry_cmp(t->own_hi[t->nown - 1], lo) == 0)
+			t->own_hi[t->nown - 1] = hi;
+		else
+		{
+			t->own_lo[t->nown] = lo;
+			t->own_hi[t->nown] = hi;
+			t->nown++;
+		}
+	}
+	t->part_epoch = m->epoch;
+}
+
+int
+dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
+{
+	dm_partition_map m;
+	int			rc;
+
+	t->instance = instance;
+	if ((rc = dm_tree_partitions_get(t, &m)) != DM_OK)
+		return rc;
+	set_owned(t, &m);
+	t->own_enforce = 1;
+	if (cache && dm_cache_get_policy(cache) != DM_CACHE_OFF && t->node_size <= dm_cache_frame_size(cache))
+	{
+		uint64_t	inc = 0;
+
+		for (int j = 0; j < dm_client_nnodes(t->c); j++)
+		{
+			dm_node_info ni;
+
+			if (dm_client_node_info(t->c, j, &ni) == DM_OK && ni.node_id == t->home)
+				inc = ni.incarnation;
+		}
+		if (t->hints == NULL &&
+			(t->hints = malloc(sizeof(uint32_t) * dm_cache_hint_slots(cache))) == NULL)
+			return DM_ERR_NOMEM;
+		t->cache = cache;
+		t->ctag = dm_cache_tree_tag(t->info.tree_id, inc);
+		t->root_frame = DM_FRAME_NONE;
+	}
+	else
+		t->cache = NULL;
+	return DM_OK;
+}
+
+int
+dm_tree_partitions_refresh(dm_tree *t)
+{
+	dm_partition_map m;
+	int			rc;
+
+	if ((rc = dm_tree_partitions_get(t, &m)) != DM_OK)
+		return rc;
+	if (m.epoch != t->part_epoch)
+	{
+		/* cached nodes were classified by the old map: owned ones may not be ours now */
+		if (t->cache)
+			dm_cache_invalidate_tree(t->cache, t->ctag);
+		set_owned(t, &m);
+	}
+	return DM_OK;
+}
+
+int
+dm_tree_owns_entry(const dm_tree *t, dm_entry e)
+{
+	if (!t->own_enforce)
+		return 1;
+	for (int i = 0; i < t->nown; i++)
+		if (dm_entry_cmp(e, t->own_lo[i]) >= 0 &&
+			(dm_entry_cmp(t->own_hi[i], DM_ENTRY_INF) == 0 || dm_entry_cmp(e, t->own_hi[i]) < 0))
+			return 1;
+	return 0;
+}
+
+int
+dm_tree_owns_key(const dm_tree *t, uint64_t key)
+{
+	return dm_tree_owns_entry(t, dm_entry_make(key, 0));
+}
+
+int
+dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high)
+{
+	int			touches = 0;
+
+	if (!t->own_enforce)
+		return DM_OWN_OWNED;
+	for (int i = 0; i < t->nown; i++)
+	{
+		int			hi_inf = dm_entry_cmp(t->own_hi[i], DM_ENTRY_INF) == 0;
+
+		/* [low, high) inside [own_lo, own_hi) */
+		if (dm_entry_cmp(low, t->own_lo[i]) >= 0 &&
+			(hi_inf || (dm_entry_cmp(high, DM_ENTRY_INF) != 0 && dm_entry_cmp(high, t->own_hi[i]) <= 0)))
+			return DM_OWN_OWNED;
+		/* overlap: low < own_hi and own_lo < high */
+		if ((hi_inf || dm_entry_cmp(low, t->own_hi[i]) < 0) &&
+			(dm_entry_cmp(high, DM_ENTRY_INF) == 0 || dm_entry_cmp(t->own_lo[i], high) < 0))
+			touches = 1;
+	}
+	return touches ? DM_OWN_SHARED : DM_OWN_FOREIGN;
+}
