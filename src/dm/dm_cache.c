@@ -1020,6 +1020,27 @@ dm_cache_invalidate_tree(dm_cache *c, uint64_t tag)
 	return n;
 }
 
+uint32_t
+dm_cache_next_frame(dm_cache *c, uint64_t tag, uint32_t start, dm_gaddr *addr)
+{
+	uint32_t	used = __atomic_load_n(&c->hwm, __ATOMIC_RELAXED);
+
+	if (used > c->nframes)
+		used = c->nframes;
+	for (uint32_t f = start; f < used; f++)
+	{
+		frame_hdr  *h = FR(c, f);
+
+		if (__atomic_load_n(&h->tag, __ATOMIC_RELAXED) == tag &&
+			__atomic_load_n(&h->state, __ATOMIC_RELAXED) >= FS_HOT)
+		{
+			*addr = __atomic_load_n(&h->addr, __ATOMIC_RELAXED);
+			return f;
+		}
+	}
+	return DM_FRAME_NONE;
+}
+
 /* ---- statistics ------------------------------------------------------------------ */
 
 void

@@ -163,6 +163,12 @@ extern void dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr);
 /* Drop every frame of a tree (dropped, or its ownership changed); returns frames dropped. */
 extern uint32_t dm_cache_invalidate_tree(dm_cache *c, uint64_t tag);
 
+/*
+ * The first frame at or after `start` holding a node of tree `tag`
+ * (*addr gets its address), or DM_FRAME_NONE.  For checks and tests.
+ */
+extern uint32_t dm_cache_next_frame(dm_cache *c, uint64_t tag, uint32_t start, dm_gaddr *addr);
+
 /* ---- statistics ------------------------------------------------------------ */
 
 typedef struct dm_cache_stats

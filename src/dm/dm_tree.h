@@ -268,6 +268,13 @@ extern int	dm_tree_partitions_get(dm_tree *t, dm_partition_map *m);
 extern int	dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m);
 /* Re-read the map; if its epoch changed, drop the tree's cached nodes. */
 extern int	dm_tree_partitions_refresh(dm_tree *t);
+/*
+ * Compare every cached node of this tree with remote memory: an owned node
+ * must be identical (write-through), a shared one may only be older.
+ * DM_ERR_CORRUPT with a description in msg otherwise; *checked (may be
+ * NULL) counts the frames compared.  Nodes evicted meanwhile are skipped.
+ */
+extern int	dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen);
 /* Whether this handle's instance owns key (NULLs: key UINT64_MAX). */
 extern int	dm_tree_owns_key(const dm_tree *t, uint64_t key);
 

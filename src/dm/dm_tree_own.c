@@ -8,6 +8,7 @@
  * by CAS on that word, so readers never see half a map.  Block layout
  * (u64 words): magic, epoch, n, then n pairs (lo key, instance).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,4 +242,76 @@ dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high)
 			touches = 1;
 	}
 	return touches ? DM_OWN_SHARED : DM_OWN_FOREIGN;
+}
+
+int
+dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
+{
+	uint8_t    *mine,
+			   *remote;
+	uint64_t	n = 0;
+	int			rc = DM_OK;
+	dm_gaddr	addr;
+
+	if (checked)
+		*checked = 0;
+	if (t->cache == NULL)
+		return DM_OK;
+	mine = aligned_alloc(8, t->node_size);
+	remote = aligned_alloc(8, t->node_size);
+	if (!mine || !remote)
+	{
+		free(mine);
+		free(remote);
+		return DM_ERR_NOMEM;
+	}
+	for (uint32_t f = dm_cache_next_frame(t->cache, t->ctag, 0, &addr); f != DM_FRAME_NONE;
+		 f = dm_cache_next_frame(t->cache, t->ctag, f + 1, &addr))
+	{
+		const dm_node_hdr *h = NODE_HDR(mine);
+		int			cls;
+
+		if (dm_cache_copy(t->cache, f, t->ctag, addr, mine, t->node_size, NULL, NULL) != DM_CACHE_COPIED)
+			continue;			/* evicted or busy meanwhile */
+		if ((rc = dm_node_read(t, addr, remote)) != DM_OK)
+			break;
+		n++;
+		cls = dm_tree_own_class(t, h->low, h->high);
+		if (!dm_node_valid(mine, t->node_size, t->info.tree_id))
+		{
+			snprintf(msg, msglen, "cached node 0x%llx (frame %u) does not validate",
+					 (unsigned long long) addr, f);
+			rc = DM_ERR_CORRUPT;
+			break;
+		}
+		if (cls == DM_OWN_OWNED)
+		{
+			/* identical from the version on (the lock word is not part of the node's data) */
+			if (memcmp(mine + 8, remote + 8, dm_node_used_bytes(remote) - 8) != 0 ||
+				dm_node_used_bytes(mine) != dm_node_used_bytes(remote))
+			{
+				snprintf(msg, msglen, "cached owned node 0x%llx (frame %u, level %d) differs from remote memory: "
+						 "version %llu vs %llu, count %u vs %u",
+						 (unsigned long long) addr, f, h->level,
+						 (unsigned long long) h->version, (unsigned long long) NODE_HDR(remote)->version,
+						 h->count, NODE_HDR(remote)->count);
+				rc = DM_ERR_CORRUPT;
+				break;
+			}
+		}
+		else if (cls == DM_OWN_FOREIGN || h->level == 0 || h->version > NODE_HDR(remote)->version)
+		{
+			snprintf(msg, msglen, "cached node 0x%llx (frame %u, level %d) is %s",
+					 (unsigned long long) addr, f, h->level,
+					 cls == DM_OWN_FOREIGN ? "foreign (never cached)" :
+					 h->level == 0 ? "a shared leaf (never cached)" : "newer than remote memory");
+			rc = DM_ERR_CORRUPT;
+			break;
+		}
+	}
+	free(mine);
+	free(remote);
+	if (checked)
+		*checked = n;
+	return rc;
 }
