@@ -100,6 +100,48 @@ AS 'MODULE_PATHNAME', 'dmindex_gc'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION dmindex_gc() FROM PUBLIC;
 
+--
+-- The node cache of this server (shared by all its backends): capacity,
+-- use by level (arrays are indexed by tree level + 1: leaves first), hits
+-- and misses, admissions, evictions, cooling, and the remote round trips and
+-- bytes it saved.
+--
+CREATE FUNCTION dmindex_cache_stats(
+	OUT policy text, OUT capacity_frames bigint, OUT frame_size int,
+	OUT frames_used bigint, OUT frames_cooling bigint,
+	OUT hits bigint, OUT misses bigint, OUT hit_ratio float8,
+	OUT swizzled_hits bigint, OUT admissions bigint, OUT admissions_skipped bigint,
+	OUT evictions bigint, OUT coolings bigint, OUT cooling_promotions bigint,
+	OUT io_waits bigint, OUT local_writes bigint,
+	OUT round_trips_avoided bigint, OUT bytes_avoided bigint,
+	OUT frames_used_by_level bigint[], OUT hits_by_level bigint[],
+	OUT misses_by_level bigint[], OUT invalidations bigint)
+AS 'MODULE_PATHNAME', 'dmindex_cache_stats'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION dmindex_cache_stats_reset() RETURNS void
+AS 'MODULE_PATHNAME', 'dmindex_cache_stats_reset'
+LANGUAGE C STRICT VOLATILE;
+
+--
+-- The partition map of an index: which instance (dmindex.instance_id) owns
+-- which key range.  lo/hi are the order-preserving 64-bit encodings of the
+-- bounds (hi exclusive; NULL = to the end, NULLs included), lo_value and
+-- hi_value the same bounds as values of the indexed type where they are one.
+--
+CREATE FUNCTION dmindex_partitions(index regclass,
+	OUT partition int, OUT instance int, OUT lo numeric, OUT hi numeric,
+	OUT lo_value text, OUT hi_value text, OUT epoch bigint, OUT local bool)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dmindex_partitions'
+LANGUAGE C STRICT VOLATILE;
+
+REVOKE ALL ON FUNCTION dmindex_cache_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dmindex_cache_stats() TO pg_monitor;
+REVOKE ALL ON FUNCTION dmindex_cache_stats_reset() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dmindex_partitions(regclass) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dmindex_partitions(regclass) TO pg_monitor;
+
 -- Like amcheck's functions, these lock the table without a privilege check
 -- and read every row: superusers only by default; the shape of an index is
 -- monitoring data.

@@ -125,6 +125,18 @@ typedef struct DmMetaPageData
  * the end of the transaction at most; do not free it.
  */
 extern dm_tree *dmindex_open_tree(Relation index);
+/* Open index_oid as a dmindex index (and its table), or raise an error (dmcheck.c). */
+extern Relation dmindex_open_checked(Oid indexoid, Relation *heap, LOCKMODE mode);
+
+/* ---- node cache in shared memory (dmcache.c) ---- */
+extern int	dmindex_cache_size_kb;		/* dmindex.cache_size */
+extern int	dmindex_cache_policy;		/* dmindex.cache_policy: a dm_cache_policy */
+extern double dmindex_cache_leaf_admission;	/* dmindex.cache_leaf_admission */
+extern int	dmindex_cache_frame_size;	/* dmindex.cache_frame_size */
+extern int	dmindex_instance_id;		/* dmindex.instance_id */
+extern struct dm_cache *dmindex_node_cache;	/* NULL: no cache */
+/* From _PG_init: define the GUCs above and install the shared memory hooks. */
+extern void dmindex_cache_init(void);
 
 /* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
 extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);

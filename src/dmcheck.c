@@ -34,9 +34,8 @@ PG_FUNCTION_INFO_V1(dmindex_stats);
 PG_FUNCTION_INFO_V1(dmindex_check);
 PG_FUNCTION_INFO_V1(dmindex_gc);
 
-/* Open index_oid as a dmindex index (and its table), or raise an error. */
-static Relation
-open_dmindex(Oid indexoid, Relation *heap, LOCKMODE mode)
+Relation
+dmindex_open_checked(Oid indexoid, Relation *heap, LOCKMODE mode)
 {
 	Oid			heapoid = IndexGetRelation(indexoid, true);
 	Relation	index;
@@ -70,7 +69,7 @@ dmindex_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	index = open_dmindex(indexoid, &heap, AccessShareLock);
+	index = dmindex_open_checked(indexoid, &heap, AccessShareLock);
 	dmindex_read_meta(index, &meta);
 	tree = dmindex_open_tree(index);
 	if ((rc = dm_tree_stats_get(tree, &st)) != DM_OK)
@@ -199,7 +198,7 @@ dmindex_check(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	/* ShareLock: no concurrent writers, so heap and index agree while we compare */
-	index = open_dmindex(indexoid, &heap, heapallindexed ? ShareLock : AccessShareLock);
+	index = dmindex_open_checked(indexoid, &heap, heapallindexed ? ShareLock : AccessShareLock);
 	/* this transaction's own buffered entries count as present */
 	dmindex_flush_pending();
 	tree = dmindex_open_tree(index);
@@ -210,6 +209,17 @@ dmindex_check(PG_FUNCTION_ARGS)
 				 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
 				 errdetail("%s", msg),
 				 errhint("REINDEX the index.")));
+	if (rc != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+	/* the node cache must agree with remote memory (write-through) */
+	rc = dm_tree_verify_cache(tree, NULL, msg, sizeof(msg));
+	if (rc == DM_ERR_CORRUPT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("the node cache of index \"%s\" disagrees with its memory nodes",
+						RelationGetRelationName(index)),
+				 errdetail("%s", msg),
+				 errhint("Restart the server to empty the cache, and report the problem.")));
 	if (rc != DM_OK)
 		dmindex_tree_error(index, tree, rc);
 

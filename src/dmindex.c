@@ -152,6 +152,8 @@ _PG_init(void)
 							NULL,
 							NULL);
 
+	dmindex_cache_init();
+
 	MarkGUCPrefixReserved("dmindex");
 
 	dmindex_init_reloptions();

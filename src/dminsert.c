@@ -252,6 +252,14 @@ dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		p->nest = repalloc_huge(p->nest, sizeof(int) * p->cap);
 	}
 	p->entries[p->n] = dmindex_make_entry(index, values[0], isnull[0], ht_ctid);
+	/* a key another instance owns fails now, not at commit */
+	if (!dm_tree_owns_key(dmindex_open_tree(index), p->entries[p->n].key))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot write a key of index \"%s\" that this server does not own",
+						RelationGetRelationName(index)),
+				 errdetail("This server is instance %d of the index's partition map.", dmindex_instance_id),
+				 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 	p->nest[p->n] = GetCurrentTransactionNestLevel();
 	if (p->n > 0 && dm_entry_cmp(p->entries[p->n - 1], p->entries[p->n]) >= 0)
 		p->sorted = false;

@@ -27,6 +27,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "dm_cache.h"
 #include "dmam.h"
 
 /* The per-backend cache of open trees, by index OID. */
@@ -67,6 +68,14 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
 					 errdetail("%s", detail),
 					 errhint("REINDEX the index.")));
+			break;
+		case DM_ERR_NOTOWNER:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot write a key of index \"%s\" that this server does not own",
+							RelationGetRelationName(index)),
+					 errdetail("%s.", detail),
+					 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 			break;
 		case DM_ERR_INVALID:
 			ereport(ERROR,
@@ -445,6 +454,23 @@ dmindex_open_tree(Relation index)
 				 errmsg("the remote tree of index \"%s\" is not the one it was built with",
 						RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
+	}
+	/* read through this instance's node cache, writing only the keys it owns */
+	rc = dm_tree_use_cache(e->tree, dmindex_node_cache, (uint32) dmindex_instance_id);
+	if (rc != DM_OK)
+	{
+		dm_tree    *t = e->tree;
+
+		e->tree = NULL;
+		PG_TRY();
+		{
+			dmindex_tree_error(index, t, rc);
+		}
+		PG_FINALLY();
+		{
+			dm_tree_close(t);
+		}
+		PG_END_TRY();
 	}
 	e->relfilenode = index->rd_node.relNode;
 	e->client_generation = dmindex_client_generation();

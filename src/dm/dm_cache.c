@@ -910,6 +910,22 @@ dm_cache_admit_abort(dm_cache *c, uint32_t f)
 	free_push(c, f);
 }
 
+void
+dm_cache_make_cold(dm_cache *c, uint32_t f)
+{
+	uint32_t	victim;
+
+	if (f >= c->nframes)
+		return;
+	victim = cool_frame(c, f);
+	if (victim != DM_FRAME_NONE)
+	{
+		/* the bucket was full: its oldest candidate was evicted for us; keep it free */
+		frame_unlock(FR(c, victim));
+		free_push(c, victim);
+	}
+}
+
 /* ---- writing ---------------------------------------------------------------- */
 
 int

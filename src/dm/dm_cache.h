@@ -141,6 +141,13 @@ extern uint32_t dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, u
 extern void dm_cache_admit_finish(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
 								  uint32_t parent, int slot, int keep_locked);
 extern void dm_cache_admit_abort(dm_cache *c, uint32_t f);
+/*
+ * Put a HOT frame straight into the cooling map: a node admitted only
+ * because it was written (writes go through frames) that the admission
+ * policy would not have taken.  It stays unless it is touched again before
+ * its bucket evicts it, so written-once leaves do not push out hot nodes.
+ */
+extern void dm_cache_make_cold(dm_cache *c, uint32_t f);
 
 /* ---- writing ------------------------------------------------------------- */
 

@@ -421,6 +421,9 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 				}
 				dm_cache_admit_finish(c, f, buf, t->node_size, NODE_HDR(buf)->level,
 									  ctx.pframe, ctx.slot, 1);
+				/* admitted for the write only: first in line for eviction */
+				if (!dm_cache_should_admit(c, NODE_HDR(buf)->level))
+					dm_cache_make_cold(c, f);
 				break;
 			}
 			if (existing != DM_FRAME_NONE)

@@ -271,9 +271,12 @@ dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 		const dm_node_hdr *h = NODE_HDR(mine);
 		int			cls;
 
-		if (dm_cache_copy(t->cache, f, t->ctag, addr, mine, t->node_size, NULL, NULL) != DM_CACHE_COPIED)
-			continue;			/* evicted or busy meanwhile */
-		if ((rc = dm_node_read(t, addr, remote)) != DM_OK)
+		/* under the frame's lock no write-through of it is half done */
+		if (dm_cache_lock(t->cache, f, t->ctag, addr, mine, t->node_size) != 0)
+			continue;			/* evicted meanwhile */
+		rc = dm_node_read(t, addr, remote);
+		dm_cache_unlock(t->cache, f, NULL, 0);
+		if (rc != DM_OK)
 			break;
 		n++;
 		cls = dm_tree_own_class(t, h->low, h->high);

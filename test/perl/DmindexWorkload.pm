@@ -1,0 +1,255 @@
+# DmindexWorkload — the concurrent pgbench workload of the TAP tests, run
+# against a given node: several clients insert (one and many rows), delete
+# ranges, select points and ranges (plain and ordered), update keys and
+# HOT-update, read their own buffered entries with savepoints and
+# rollbacks, commit and roll back large transactions, while another client
+# runs VACUUM every half second.  Afterwards no client may have failed,
+# dmindex_check(idx, true) must pass (no missing and no stale entry), and the
+# dmindex index must answer a set of range queries and ordered scans exactly
+# like a btree on the same values (a stored generated column, so both
+# indexes see every change in the same transaction).
+#
+# Used by 001 (no node cache) and 008 (a node cache of about 1% of the
+# index that evicts constantly), so both run the very same checks.
+
+package DmindexWorkload;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DmindexTest;
+
+our @EXPORT = qw(pgbench_consistency);
+
+# pgbench_consistency($node, rows => initial rows, with => "WITH (...)" for
+# the dmindex index, duration => seconds of pgbench).
+sub pgbench_consistency
+{
+	my ($node, %p) = @_;
+	my $rows = $p{rows} // 20000;
+	my $with = $p{with} // '';
+	$p{duration} //= 20;
+
+	$node->safe_psql(
+		'postgres', qq{
+	CREATE TABLE t (
+		id bigserial,
+		k int,
+		k2 int GENERATED ALWAYS AS (k) STORED,
+		pad text);
+	INSERT INTO t (k, pad)
+		SELECT CASE WHEN g % 500 = 0 THEN NULL ELSE (g * 7919) % 100000 END, 'initial'
+		FROM generate_series(1, $rows) g;
+	CREATE INDEX t_k_dm ON t USING dmindex (k) $with;
+	CREATE INDEX t_k2_bt ON t (k2);
+	VACUUM ANALYZE t;
+	});
+
+	is(dmindex_check($node, 'postgres', 't_k_dm'),
+		"$rows|$rows|t",
+		'freshly built index passes dmindex_check');
+
+	# ---- the workload ------------------------------------------------------------
+
+	my %scripts = (
+		'insert_one.sql' => q{
+	\set k random(1, 100000)
+	INSERT INTO t (k, pad) VALUES (:k, 'one');
+	},
+		'insert_multi.sql' => q{
+	\set k random(1, 100000)
+	INSERT INTO t (k, pad) SELECT :k + g, 'multi' FROM generate_series(0, 19) g;
+	},
+		'delete_range.sql' => q{
+	\set k random(1, 100000)
+	DELETE FROM t WHERE k BETWEEN :k AND :k + 30;
+	},
+		'select_point.sql' => q{
+	\set k random(1, 100000)
+	SET enable_seqscan = off;
+	SELECT count(*) FROM t WHERE k = :k;
+	},
+		'select_range.sql' => q{
+	\set k random(1, 100000)
+	SET enable_seqscan = off;
+	SELECT count(*), sum(k) FROM t WHERE k BETWEEN :k AND :k + 500;
+	SELECT k FROM t WHERE k >= :k ORDER BY k LIMIT 10;
+	SELECT k FROM t WHERE k < :k ORDER BY k DESC LIMIT 10;
+	},
+		'update_key.sql' => q{
+	\set k random(1, 100000)
+	\set newk random(1, 100000)
+	UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 3;
+	UPDATE t SET pad = 'hot' WHERE k = :k + 10;
+	},
+		# read-your-own-writes: the rows are only in this backend's insert
+		# buffer (or, past dmindex.insert_buffer, flushed early); a scan through
+		# the index must still see exactly them, or the division fails
+		'own_writes.sql' => q{
+	\set k random(1, 100000)
+	\set m random(1, 1000000000)
+	BEGIN;
+	SET LOCAL enable_seqscan = off;
+	SET LOCAL enable_bitmapscan = off;
+	INSERT INTO t (k, pad) VALUES (:k, 'own-' || :m);
+	SAVEPOINT s;
+	INSERT INTO t (k, pad) VALUES (:k, 'gone-' || :m);
+	ROLLBACK TO SAVEPOINT s;
+	SELECT 1 / (count(*) = 1)::int FROM t WHERE k = :k AND pad = 'own-' || :m;
+	SELECT 1 / (count(*) = 0)::int FROM t WHERE k = :k AND pad = 'gone-' || :m;
+	COMMIT;
+	},
+		'big_commit.sql' => q{
+	\set k random(1, 100000)
+	\set m random(1, 1000000000)
+	BEGIN;
+	SET LOCAL dmindex.insert_buffer = 8;
+	SET LOCAL enable_seqscan = off;
+	INSERT INTO t (k, pad) SELECT :k + g, 'big-' || :m FROM generate_series(0, 39) g;
+	SELECT 1 / (count(*) = 40)::int FROM t WHERE k BETWEEN :k AND :k + 39 AND pad = 'big-' || :m;
+	COMMIT;
+	},
+		'big_rollback.sql' => q{
+	\set k random(1, 100000)
+	BEGIN;
+	SET LOCAL dmindex.insert_buffer = 8;
+	INSERT INTO t (k, pad) SELECT :k + g, 'aborted' FROM generate_series(0, 39) g;
+	UPDATE t SET k = k + 1 WHERE k BETWEEN :k + 100 AND :k + 102;
+	ROLLBACK;
+	},);
+	my %weights = (
+		'insert_one.sql'   => 4,
+		'insert_multi.sql' => 2,
+		'delete_range.sql' => 3,
+		'select_point.sql' => 3,
+		'select_range.sql' => 3,
+		'update_key.sql'   => 3,
+		'own_writes.sql'   => 2,
+		'big_commit.sql'   => 1,
+		'big_rollback.sql' => 1,);
+
+	my $dir = $node->basedir;
+	my @files;
+	for my $name (sort keys %scripts)
+	{
+		append_to_file("$dir/$name", $scripts{$name});
+		push @files, '-f', "$dir/$name\@$weights{$name}";
+	}
+	append_to_file("$dir/vacuum.sql", "VACUUM t;\n\\sleep 500 ms\n");
+
+	my @conn = ('-h', $node->host, '-p', $node->port, 'postgres');
+	my ($out, $err, $vout, $verr) = ('', '', '', '');
+	# deadlocks between range updates and deletes are legitimate: retried
+	my $bench = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $p{duration},
+			'--max-tries', '50', @files, @conn
+		],
+		'>', \$out, '2>', \$err);
+	my $vacuum = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '1', '-T', $p{duration}, '-f', "$dir/vacuum.sql",
+			@conn
+		],
+		'>', \$vout, '2>', \$verr);
+	$bench->finish;
+	my $bench_rc = $bench->result(0);
+	$vacuum->finish;
+	my $vacuum_rc = $vacuum->result(0);
+	note "pgbench stdout:\n$out\npgbench stderr:\n$err";
+	note "vacuum pgbench stdout:\n$vout\nstderr:\n$verr";
+
+	is($bench_rc, 0, 'pgbench with 4 writing/reading clients exits 0');
+	like(
+		$out,
+		qr/number of failed transactions: 0 \(/,
+		'pgbench reports no failed transaction');
+	unlike($out . $err, qr/aborted|ERROR/, 'no pgbench client aborted or hit an error');
+	my ($processed) = $out =~ /number of transactions actually processed: (\d+)/;
+	ok(defined $processed && $processed > 100,
+		'pgbench processed transactions (' . ($processed // 'none') . ')');
+	my @per_script = $out =~ /- (\d+) transactions \(/g;
+	is(scalar(grep { $_ > 0 } @per_script),
+		scalar(keys %scripts), 'every script ran at least once');
+	is($vacuum_rc, 0, 'the concurrent VACUUM client exits 0');
+	like($vout, qr/number of failed transactions: 0 \(/,
+		'every concurrent VACUUM succeeded');
+	my ($vacuums) = $vout =~ /actually processed: (\d+)/;
+	ok(defined $vacuums && $vacuums >= 3,
+		'VACUUM ran repeatedly during the run (' . ($vacuums // 'none') . ')');
+
+	# ---- afterwards --------------------------------------------------------------
+
+	my $check = dmindex_check($node, 'postgres', 't_k_dm');
+	like($check, qr/^\d+\|\d+\|t$/,
+		'dmindex_check(idx, true) passes after the concurrent run');
+	my ($entries, $heap) = map { $_ // '?' } (split /\|/, $check)[ 0, 1 ];
+	ok($heap =~ /^\d+$/ && $entries >= $heap,
+		"every visible row has an entry ($entries entries, $heap rows)");
+
+	# Compare dmindex and btree answers.  Each query is run through t_k_dm
+	# (column k) and through t_k2_bt (column k2, the same values); the plan
+	# must use the intended index.
+	my @queries = (
+		[ 'point',          'k = 4242' ],
+		[ 'small range',    'k BETWEEN 5000 AND 6000' ],
+		[ 'lower end',      'k < 300' ],
+		[ 'upper end',      'k > 99500' ],
+		[ 'half open',      'k >= 50000' ],
+		[ 'exclusive',      'k > 70000 AND k < 70100' ],
+		[ 'beyond the max', 'k > 200000' ],
+		[ 'whole index',    'k >= -2147483648' ],);
+	my %modes = (
+		'index scan' =>
+		  'SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;',
+		'bitmap scan' =>
+		  'SET enable_seqscan = off; SET enable_indexscan = off; SET enable_indexonlyscan = off;',
+	);
+
+	for my $mode (sort keys %modes)
+	{
+		for my $q (@queries)
+		{
+			my ($label, $where) = @$q;
+			(my $where2 = $where) =~ s/\bk\b/k2/g;
+			my $sql_dm =
+			  "SELECT count(*) || ':' || coalesce(md5(string_agg(id || '/' || k, ',' ORDER BY id)), '-') FROM t WHERE $where";
+			(my $sql_bt = $sql_dm) =~ s/WHERE .*/WHERE $where2/;
+			my $plan_dm = $node->safe_psql('postgres', "$modes{$mode} EXPLAIN $sql_dm");
+			my $plan_bt = $node->safe_psql('postgres', "$modes{$mode} EXPLAIN $sql_bt");
+			my $res_dm = sql($node, 'postgres', "$modes{$mode} $sql_dm");
+			my $res_bt = sql($node, 'postgres', "$modes{$mode} $sql_bt");
+			ok($plan_dm =~ /t_k_dm/ && $plan_bt =~ /t_k2_bt/,
+				"$mode, $label: the plans use the dmindex and the btree index");
+			is($res_dm, $res_bt, "$mode, $label: dmindex answers like btree ($res_bt)");
+		}
+	}
+
+	# ordered scans, both directions, against the btree
+	for my $dir ('ASC', 'DESC')
+	{
+		my $order = "SET enable_seqscan = off; SET enable_bitmapscan = off; "
+		  . "SELECT string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k > 31337 ORDER BY k $dir LIMIT 200) s";
+		(my $order2 = $order) =~ s/\bk\b/k2/g;
+		is(sql($node, 'postgres', $order),
+			sql($node, 'postgres', $order2),
+			"ordered scan $dir through dmindex equals the btree's order");
+	}
+
+	# After a plain VACUUM with nothing else running, every dead entry is gone:
+	# one entry per row.
+	is(sql($node, 'postgres', 'VACUUM t'), '', 'a final VACUUM succeeds');
+	is( sql($node, 'postgres',
+			"SELECT entries = heap_tuples, ok FROM dmindex_check('t_k_dm', true)"),
+		't|t',
+		'after VACUUM dmindex_check passes with exactly one entry per row');
+
+	return;
+}
+
+1;
