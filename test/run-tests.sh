@@ -54,6 +54,8 @@ if start_memnode "$WORK" "$MEMNODE_PORT" --size 256M --shm --chunk-size 1M; then
     cat >"$WORK/regress.conf" <<CONF
 shared_preload_libraries = 'dmindex'
 dmindex.memnodes = '127.0.0.1:$MEMNODE_PORT'
+# a node cache of about 100 frames: every test's indexes go through one that evicts
+dmindex.cache_size = 128kB
 CONF
     chown "$DM_USER" "$WORK/regress.conf"
     PG_REGRESS=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
