@@ -1,0 +1,116 @@
+# 009_cache_config.pl — node cache settings and key ownership of a server.
+#
+# Why: the cache lives in shared memory sized at server start, so bad
+# settings must stop the server with a clear message rather than run with a
+# cache that cannot work; and a server whose dmindex.instance_id owns no key
+# range of an index may read it but must refuse to write it (another
+# instance writes those nodes without remote locks), before anything
+# reaches the memnode.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DmindexTest;
+
+my $mn = start_memnode(args => [ '--size', '256M', '--shm', '--chunk-size', '1M' ]);
+
+# ---- settings that stop the server -------------------------------------------
+
+my $node = new_dmindex_node('cachecfg', [$mn]);
+is($node->safe_psql('postgres', 'SELECT policy, frame_size FROM dmindex_cache_stats()'),
+	'dex|1024', 'default: DEX policy with 1 kB frames');
+my $frames = $node->safe_psql('postgres', 'SELECT capacity_frames FROM dmindex_cache_stats()');
+ok($frames > 50000 && $frames < 70000, "default 64MB cache holds ~60k frames ($frames)");
+$node->stop;
+
+sub fails_to_start
+{
+	my ($conf, $pattern, $label) = @_;
+	$node->append_conf('postgresql.conf', $conf);
+	my $ok = $node->start(fail_ok => 1);
+	ok(!$ok, "$label: the server does not start");
+	like(slurp_file($node->logfile), $pattern, "$label: the log says why");
+	$node->stop('fast') if $ok;
+}
+
+fails_to_start("dmindex.cache_size = 16kB\n",
+	qr/"dmindex.cache_size" is too small: 16 kB hold \d+ frames of 1024 bytes/,
+	'a cache too small to work');
+like(slurp_file($node->logfile), qr/HINT:\s+Set "dmindex.cache_size" to 0 to run without a cache, or raise it/,
+	'... with a hint');
+# A bad value of a custom setting in postgresql.conf is, as for every
+# extension's setting, reported and replaced by the default (the server
+# starts): check both.
+sub bad_value_uses_default
+{
+	my ($conf, $pattern, $query, $expect, $label) = @_;
+	$node->append_conf('postgresql.conf', $conf);
+	$node->start;
+	like(slurp_file($node->logfile), $pattern, "$label: the log reports the bad value");
+	is($node->safe_psql('postgres', $query), $expect, "$label: the default is in effect");
+	$node->stop;
+}
+bad_value_uses_default("dmindex.cache_size = 1MB\ndmindex.cache_frame_size = 1000\n",
+	qr/invalid value for parameter "dmindex.cache_frame_size": 1000/,
+	'SELECT frame_size FROM dmindex_cache_stats()', '1024',
+	'a frame size that is not a power of two');
+bad_value_uses_default("dmindex.cache_frame_size = 1024\ndmindex.cache_policy = lru\n",
+	qr/invalid value for parameter "dmindex.cache_policy": "lru"/,
+	'SELECT policy FROM dmindex_cache_stats()', 'dex',
+	'an unknown policy');
+
+# cache off: size 0 or policy off
+$node->append_conf('postgresql.conf', "dmindex.cache_policy = dex\ndmindex.cache_size = 0\n");
+$node->start;
+is($node->safe_psql('postgres',
+		'SELECT policy, capacity_frames, hits, hit_ratio IS NULL FROM dmindex_cache_stats()'),
+	'off|0|0|t', 'dmindex.cache_size = 0: no cache');
+$node->safe_psql('postgres', q{
+	CREATE TABLE t0 (v int);
+	INSERT INTO t0 SELECT g FROM generate_series(1, 3000) g;
+	CREATE INDEX t0_v ON t0 USING dmindex (v);
+	INSERT INTO t0 SELECT g FROM generate_series(3001, 4000) g;
+});
+is($node->safe_psql('postgres',
+		'SET enable_seqscan = off; SELECT count(*) FROM t0 WHERE v BETWEEN 10 AND 3500'),
+	'3491', 'an index works without a cache');
+is(dmindex_check($node, 'postgres', 't0_v'), '4000|4000|t', 'and passes dmindex_check');
+$node->stop;
+
+# ---- a server that owns no key range ---------------------------------------------
+
+# Instance 1 of an index whose partition map (the default) gives every key
+# to instance 0: it reads, and refuses to write.
+$node->append_conf('postgresql.conf', "dmindex.cache_size = 1MB\ndmindex.instance_id = 1\n");
+$node->start;
+is($node->safe_psql('postgres', 'SELECT instance, local FROM dmindex_partitions(\'t0_v\')'),
+	'0|f', 'instance 1 sees the map: everything belongs to instance 0');
+is($node->safe_psql('postgres',
+		'SET enable_seqscan = off; SELECT count(*) FROM t0 WHERE v BETWEEN 10 AND 3500'),
+	'3491', 'instance 1 reads the index');
+is($node->safe_psql('postgres', 'SELECT frames_used FROM dmindex_cache_stats()'),
+	'0', 'and caches none of its nodes (another instance may change them)');
+my ($state, $err) = query_sqlstate($node, 'postgres', 'INSERT INTO t0 VALUES (5000)');
+is($state, '55000', 'an insert fails with SQLSTATE 55000');
+like($err, qr/cannot write a key of index "t0_v" that this server does not own/, '... a clear message');
+like($err, qr/DETAIL:\s+This server is instance 1 of the index's partition map/, '... a detail');
+like($err, qr/HINT:\s+Write it through the server whose "dmindex.instance_id" owns its range/, '... and a hint');
+($state, $err) = query_sqlstate($node, 'postgres', 'UPDATE t0 SET v = v + 1 WHERE v = 7');
+is($state, '55000', 'an update (new index entry) fails the same way');
+is($node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM t0'),
+	'4000|8002000', 'the table is unchanged');
+$node->stop;
+
+# back as instance 0: the index is intact and writable
+$node->append_conf('postgresql.conf', "dmindex.instance_id = 0\n");
+$node->start;
+$node->safe_psql('postgres', 'INSERT INTO t0 VALUES (5000)');
+is(dmindex_check($node, 'postgres', 't0_v'), '4001|4001|t',
+	'instance 0 writes again and the index passes dmindex_check');
+$node->stop;
+
+is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
+done_testing();
