@@ -68,6 +68,15 @@ start_pg() {
         cat "$data/server.log" >&2; return 1; }
 }
 
+# restart a cluster made by start_pg with more settings (later lines win)
+restart_pg() {
+    local data=$1; shift
+    stop_pg "$data"
+    for line in "$@"; do echo "$line"; done >>"$data/postgresql.conf"
+    as_user "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null || {
+        cat "$data/server.log" >&2; return 1; }
+}
+
 stop_pg() {
     local data=$1
     [ -f "$data/postmaster.pid" ] && as_user "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
