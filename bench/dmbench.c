@@ -20,6 +20,8 @@
  *   c     100% read                                     [read-only]
  *   d     95% read of recently inserted keys / 5% insert  (YCSB "latest")
  *   e     95% scan of 1..100 entries (uniform) / 5% insert [scan-intensive]
+ *   i     50% read / 50% insert                         [insert-intensive]
+ *         (not YCSB; DEX's Table 1 row, whose reads do choose keys)
  * Key choice: uniform, or YCSB's ScrambledZipfian (θ = 0.99 over 10^10
  * ranks, FNV-hashed onto the key space so that hot keys are spread over the
  * tree rather than packed into a few leaves).  load has no key choice (every
@@ -56,9 +58,50 @@
  *
  * By default one memnode is started here (build/dmindex-memnode --shm
  * --size REGION --threads 2 on 127.0.0.1) and stopped at the end.
+ *
+ * Cache cells (--cache-policy LIST; DEX §5 and §8, dm_cache.h).  With that
+ * option every cell measures the compute-side node cache: for each
+ * transport, workload and distribution, in this order,
+ *     off, then for each --cache-pct P (in the order given):
+ *         each listed policy other than off (inner, then dex),
+ * and every one of those cells starts from a FRESHLY LOADED tree (the same
+ * --entries keys, so the same shape) and, unless it is off, a fresh cache:
+ * a MAP_SHARED | MAP_ANONYMOUS mapping made and dm_cache_init()ed in the
+ * parent before the clients fork, of
+ *     nframes = max(16, (tree nodes after the load) * P / 100)
+ * frames of node size, i.e. P% of the tree's remote bytes right after the
+ * load (the tree grows during insert and update workloads; the cache does
+ * not).  Every client calls dm_tree_use_cache(handle, cache, 0): one
+ * compute instance, which owns the whole key space (no partition map is
+ * stored), so leaves are cacheable and written under the frame's local
+ * lock.  Policy off does NOT call dm_tree_use_cache at all: it is the plain
+ * path of the cells above, run once per (workload, distribution) since the
+ * cache size does not matter to it.  A fresh load per cell makes the cells
+ * comparable although update and insert workloads grow the tree, and keeps
+ * one cell's cache-warmth or tree growth from leaking into the next.
+ *
+ * Each cache cell warms up with its own workload for --warmup seconds
+ * (default in this mode: 3 s; not measured; the clients' warm-up ops are
+ * reported) so that the measured window sees the cache in steady state;
+ * the hit ratio is reported over the whole window and over each half of
+ * it, which shows whether it was still moving.  Per cell: throughput,
+ * p50/p99, the per-op transport counters as above, and from dm_cache_stats
+ * deltas over the window (all clients share the cache): hit ratio = hits
+ * / (hits + misses) of node reads that went through the cache (also by
+ * leaf / inner level), hits, evictions and admissions per op, and the
+ * frames in use at the end.  At the end of each cache cell dm_tree_verify
+ * (one entry per row) and dm_tree_verify_cache (every cached owned node
+ * identical to remote memory) must pass.  A summary per workload puts the
+ * policies side by side with ratios to off from the same run, next to
+ * DEX's published Table 2 (DEX: 4 compute servers, 256 MB cache each =
+ * ~8% of the whole tree, but each server only touches the quarter of the
+ * keys it owns).  --oracle adds the best hit ratio any cache of that many
+ * frames could have for lookups (the hottest nodes, counted from samples
+ * of the same key generator), a floor for reads/op of workload c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -75,13 +118,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dm_cache.h"
 #include "dm_client.h"
 #include "dm_tree.h"
 #include "testutil.h"
 
 #define MAX_CLIENTS		64
 #define MAX_MEMNODES	DM_TREE_MAX_MEMNODES
-#define MAX_CELLS		64
+#define MAX_CELLS		256
+#define MAX_PCTS		16
 /*
  * Latency samples kept per (client, op kind).  Below that every op is kept;
  * above it a uniform random sample (reservoir sampling): 2^19 samples per
@@ -110,7 +155,8 @@
  * WI = 50% lookup / 50% update (our a, zipf).  Columns: reads, writes,
  * atomics, two-sided operations, traffic in bytes, per index operation.
  * DEX caches tree nodes on the compute side and Sherman caches inner nodes;
- * this tree has no cache yet, so every operation descends from the root.
+ * without --cache-policy every operation of this tree descends from the
+ * root remotely.
  */
 typedef struct paper_row
 {
@@ -160,7 +206,32 @@ static const workload workloads[] = {
 	{'c', "c", {100, 0, 0, 0}, 0, 0},
 	{'d', "d", {95, 0, 5, 0}, 1, 0},
 	{'e', "e", {0, 0, 5, 95}, 0, 0},
+	/* DEX's insert-intensive (Table 1): 50% lookup (uniform / zipf) / 50% insert of a new key */
+	{'i', "i", {50, 0, 50, 0}, 0, 0},
 };
+
+/* DEX's Table 1 name of a workload, for the cache summary. */
+static const char *
+dex_name(char id)
+{
+	switch (id)
+	{
+		case 'c':
+			return "read-only";
+		case 'b':
+			return "read-intensive 95/5";
+		case 'a':
+			return "write-intensive 50/50";
+		case 'i':
+			return "insert-intensive 50/50";
+		case 'l':
+			return "insert-only (YCSB load)";
+		case 'e':
+			return "scan-intensive";
+		default:
+			return "YCSB latest";
+	}
+}
 #define NWORKLOADS ((int) (sizeof(workloads) / sizeof(workloads[0])))
 
 enum
@@ -193,6 +264,7 @@ typedef struct child_result
 	uint64_t	ops[K_COUNT];	/* measured operations by kind */
 	uint64_t	kept[K_COUNT];	/* samples kept by kind */
 	uint64_t	elapsed_ns;
+	uint64_t	warm_ops;		/* operations of the warm-up */
 	uint64_t	scanned;		/* entries returned by scans */
 	dm_counters ctr;			/* client counters over the window */
 	dm_tree_counters tctr;		/* tree counters over the window */
@@ -237,6 +309,24 @@ static const char *region_size = "2G";
 static int	memnode_threads = 2;
 static const char *out_path;
 static int	do_verify = 1;
+
+/* Cache cells (--cache-policy). */
+static int	cache_mode;
+static int	cache_policies[3];	/* DM_CACHE_OFF / INNER / DEX, in the order given */
+static int	ncache_policies;
+static double cache_pcts[MAX_PCTS];
+static int	ncache_pcts;
+static uint32_t leaf_admit = 100;	/* DEX's default admission probability, 0.1 */
+static uint32_t cooling_pct;	/* 0 = dm_cache's default (10%, as DEX) */
+static int	warmup_given;
+static int	do_oracle;
+static uint64_t oracle_samples = 20000000;
+/* Zipf over YCSB's 10^10 ranks (0) or over the keys present (1, as DEX's benchmark). */
+static int	zipf_over_keys;
+static const char *const policy_names[] = {"off", "inner", "dex"};
+
+/* Set per cell: the cache the clients attach to (NULL = none), inherited by fork. */
+static dm_cache *cur_cache;
 
 /* Set per transport: the tree every client opens. */
 static dm_tree_name tree_name;
@@ -669,6 +759,12 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 		child_fail(r, st, "dm_tree_open_existing", &w);
 		_exit(1);
 	}
+	/* Cache cells: join compute instance 0 with the parent's cache (off: no call at all). */
+	if (cur_cache && (st = dm_tree_use_cache(w.t, cur_cache, 0)) != DM_OK)
+	{
+		child_fail(r, st, "dm_tree_use_cache", &w);
+		_exit(1);
+	}
 
 	/*
 	 * Warm-up with the cell's own mix: page faults of the shm mapping, the
@@ -690,6 +786,7 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 			child_fail(r, st, what, &w);
 			_exit(1);
 		}
+		r->warm_ops++;
 	} while (mono_ns() < warm_end);
 	memset(&w.anom, 0, sizeof(w.anom));
 	w.scanned = 0;
@@ -845,6 +942,29 @@ percentiles(int ncl, unsigned kind_mask, double *p50, double *p99)
 
 /* ---- cells ------------------------------------------------------------------------ */
 
+/* --oracle: key-order position of each loaded ordinal (set by the first load). */
+static uint32_t *pos_of_ord;
+
+typedef struct load_info
+{
+	double		gen_s,
+				load_s;
+	dm_tree_stats st;
+	int			have_stats;
+	dm_counters ctr;
+} load_info;
+
+typedef struct end_info
+{
+	int			verified;		/* 1 ok, -1 failed, 0 not run */
+	char		msg[768];
+	uint64_t	entries;
+	uint64_t	expected;
+	double		verify_s;
+	dm_tree_stats st;
+	int			have_stats;
+} end_info;
+
 typedef struct cell
 {
 	const workload *wl;
@@ -865,6 +985,21 @@ typedef struct cell
 	uint64_t	scanned;
 	uint64_t	nkeys;			/* ordinals at the start */
 	double		others_cpu;		/* share of all CPUs other processes used, -1 unknown */
+	uint64_t	warm_ops;		/* warm-up operations, all clients */
+
+	/* cache cells (cache_mode) */
+	int			policy;			/* DM_CACHE_OFF / INNER / DEX */
+	double		pct;			/* cache size, % of the tree's nodes after the load */
+	uint32_t	nframes;
+	size_t		cache_bytes;	/* shared memory of the cache */
+	dm_cache_stats cs;			/* counter deltas over the measured window */
+	dm_cache_stats cs_end;		/* frames in use etc. at the end */
+	double		hit_half[2];	/* hit ratio over each half of the window, -1 unknown */
+	load_info	li;				/* this cell's fresh load */
+	end_info	ei;				/* and the tree after it */
+	int			cache_verified; /* 1 ok, -1 failed, 0 not run */
+	uint64_t	cache_checked;	/* frames dm_tree_verify_cache compared */
+	char		cache_msg[400];
 } cell;
 
 static cell cells[MAX_CELLS];
@@ -981,6 +1116,60 @@ kill_children(pid_t *pids, int n)
 		}
 }
 
+/* a -= b for the counters of dm_cache_stats (the gauges of a are kept). */
+static void
+cache_stats_sub(dm_cache_stats *a, const dm_cache_stats *b)
+{
+	int			l;
+
+	for (l = 0; l < DM_CACHE_LEVELS; l++)
+	{
+		a->hits[l] -= b->hits[l];
+		a->misses[l] -= b->misses[l];
+	}
+	a->hint_hits -= b->hint_hits;
+	a->admissions -= b->admissions;
+	a->admit_skipped -= b->admit_skipped;
+	a->evictions -= b->evictions;
+	a->coolings -= b->coolings;
+	a->delegations -= b->delegations;
+	a->promotions -= b->promotions;
+	a->io_waits -= b->io_waits;
+	a->no_frame -= b->no_frame;
+	a->invalidations -= b->invalidations;
+	a->local_writes -= b->local_writes;
+	a->round_trips_avoided -= b->round_trips_avoided;
+	a->bytes_avoided -= b->bytes_avoided;
+}
+
+/* hits / (hits + misses) at one level (0 = leaves), all inner levels (-2) or all (-1); -1 if none. */
+static double
+hit_ratio(const dm_cache_stats *s, int level)
+{
+	uint64_t	h = 0,
+				m = 0;
+	int			l;
+
+	for (l = 0; l < DM_CACHE_LEVELS; l++)
+		if (level == -1 || (level == -2 && l > 0) || level == l)
+		{
+			h += s->hits[l];
+			m += s->misses[l];
+		}
+	return h + m ? (double) h / (double) (h + m) : -1;
+}
+
+static uint64_t
+cache_sum(const uint64_t *v)
+{
+	uint64_t	x = 0;
+	int			l;
+
+	for (l = 0; l < DM_CACHE_LEVELS; l++)
+		x += v[l];
+	return x;
+}
+
 static void
 run_cell(cell *ce)
 {
@@ -990,11 +1179,17 @@ run_cell(cell *ce)
 	int			i,
 				k,
 				nready = 0;
-	uint64_t	deadline;
+	uint64_t	deadline,
+				t_go;
 	cpu_mark	m0,
 				m1;
+	dm_cache_stats cs0,
+				csm,
+				cs1;
+	int			have_mid = 0;
 
 	ce->others_cpu = -1;
+	ce->hit_half[0] = ce->hit_half[1] = -1;
 	if (pipe(ready) != 0 || pipe(go) != 0)
 	{
 		snprintf(ce->note, sizeof(ce->note), "pipe: %s", strerror(errno));
@@ -1004,6 +1199,9 @@ run_cell(cell *ce)
 	/* "latest" starts from zeta over every ordinal so far; children extend it. */
 	if (ce->dist == DIST_LATEST)
 		zipf_grow(&latest_zipf, ce->nkeys);
+	/* --zipf-items keys: ranks over the keys present (as DEX's benchmark), not 10^10 */
+	if (ce->dist == DIST_ZIPF && zipf_over_keys && ce->nkeys >= 2 && scrambled_zipf.n != ce->nkeys)
+		zipf_set(&scrambled_zipf, ce->nkeys, ZIPF_THETA, zeta_add(0, ce->nkeys, ZIPF_THETA, 0));
 	memset(sh->res, 0, sizeof(sh->res));
 	fflush(stdout);
 	fflush(stderr);
@@ -1068,7 +1266,11 @@ run_cell(cell *ce)
 		snprintf(ce->note, sizeof(ce->note), "a client did not get ready");
 		return;
 	}
+	/* Every client is idle now (warm, waiting for go): the cache's counters stand still. */
+	if (cur_cache)
+		dm_cache_stats_get(cur_cache, &cs0);
 	cpu_mark_now(&m0);
+	t_go = mono_ns();
 	close(go[1]);
 
 	/* Reap, never hanging on a client stuck on a dead memnode or a lost lock. */
@@ -1079,7 +1281,14 @@ run_cell(cell *ce)
 
 		for (;;)
 		{
-			pid_t		r = waitpid(pids[i], &wst, WNOHANG);
+			pid_t		r;
+
+			if (cur_cache && !have_mid && mono_ns() >= t_go + (uint64_t) (duration_s * 0.5e9))
+			{
+				dm_cache_stats_get(cur_cache, &csm);
+				have_mid = 1;
+			}
+			r = waitpid(pids[i], &wst, WNOHANG);
 
 			if (r == pids[i])
 			{
@@ -1113,6 +1322,23 @@ run_cell(cell *ce)
 	/* From go to the last client reaped: the measured window (plus exit). */
 	cpu_mark_now(&m1);
 	ce->others_cpu = others_share(&m0, &m1);
+	if (cur_cache)
+	{
+		dm_cache_stats_get(cur_cache, &cs1);
+		ce->cs_end = cs1;
+		ce->cs = cs1;
+		cache_stats_sub(&ce->cs, &cs0);
+		if (have_mid)
+		{
+			dm_cache_stats a = csm,
+						b = cs1;
+
+			cache_stats_sub(&a, &cs0);
+			cache_stats_sub(&b, &csm);
+			ce->hit_half[0] = hit_ratio(&a, -1);
+			ce->hit_half[1] = hit_ratio(&b, -1);
+		}
+	}
 	memset(&ce->ctr, 0, sizeof(ce->ctr));
 	memset(&ce->tctr, 0, sizeof(ce->tctr));
 	for (i = 0; i < nclients; i++)
@@ -1149,6 +1375,7 @@ run_cell(cell *ce)
 		ce->anom.insert_existed += r->anom.insert_existed;
 		ce->anom.delete_missing += r->anom.delete_missing;
 		ce->scanned += r->scanned;
+		ce->warm_ops += r->warm_ops;
 	}
 	if (ce->ops == 0 || percentiles(nclients, (1u << K_COUNT) - 1, &ce->p50_ns, &ce->p99_ns) != 0)
 	{
@@ -1246,15 +1473,6 @@ sort_entries(dm_entry *e, uint64_t n)
 	free(cnt);
 }
 
-typedef struct load_info
-{
-	double		gen_s,
-				load_s;
-	dm_tree_stats st;
-	int			have_stats;
-	dm_counters ctr;
-} load_info;
-
 /* Create the tree for this transport and bulk-load n_entries keys into it. */
 static int
 create_and_load(int transport, load_info *li, char *err, size_t errsz)
@@ -1312,6 +1530,11 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 	}
 	sort_entries(e, n_entries);
 	li->gen_s = (double) (mono_ns() - t0) / 1e9;
+	/* --oracle: where each loaded key sits in key order (hence in which leaf) */
+	if (do_oracle && pos_of_ord == NULL && n_entries < UINT32_MAX &&
+		(pos_of_ord = malloc(n_entries * sizeof(uint32_t))) != NULL)
+		for (i = 0; i < n_entries; i++)
+			pos_of_ord[e[i].tid - 1] = (uint32_t) i;
 
 	dm_client_reset_counters(c);
 	t0 = mono_ns();
@@ -1349,20 +1572,9 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 	return DM_OK;
 }
 
-typedef struct end_info
-{
-	int			verified;		/* 1 ok, -1 failed, 0 not run */
-	char		msg[768];
-	uint64_t	entries;
-	uint64_t	expected;
-	double		verify_s;
-	dm_tree_stats st;
-	int			have_stats;
-} end_info;
-
 /* Verify the tree (and that each row has exactly one entry), then drop it. */
 static void
-verify_and_drop(end_info *ei)
+verify_and_drop(end_info *ei, cell *ce)
 {
 	dm_client  *c = NULL;
 	uint16_t	ids[MAX_MEMNODES];
@@ -1409,6 +1621,19 @@ verify_and_drop(end_info *ei)
 		else
 			ei->verified = 1;
 	}
+	/* Every cached node of an owned range must be identical to remote memory. */
+	if (ce && cur_cache && do_verify)
+	{
+		char		msg[400] = "";
+
+		st = dm_tree_use_cache(t, cur_cache, 0);
+		if (st == DM_OK)
+			st = dm_tree_verify_cache(t, &ce->cache_checked, msg, sizeof(msg));
+		ce->cache_verified = st == DM_OK ? 1 : -1;
+		if (st != DM_OK)
+			snprintf(ce->cache_msg, sizeof(ce->cache_msg), "dm_tree_verify_cache: %s: %s",
+					 dm_strerror(st), msg[0] ? msg : dm_tree_error(t));
+	}
 	st = dm_tree_destroy(t);
 	if (st != DM_OK)
 		fprintf(stderr, "dmbench: dm_tree_destroy: %s\n", dm_strerror(st));
@@ -1442,35 +1667,311 @@ atomics_of(const dm_counters *c)
 	return c->ops[DM_OP_CAS] + c->ops[DM_OP_FAA] + c->ops[DM_OP_FETCH_OR];
 }
 
+/* ---- cache cells (--cache-policy) -------------------------------------------------- */
+
+/* Forget every row: the next load starts the ordinals from 0 again. */
+static void
+reset_rows(void)
+{
+	uint64_t	n = sh->next_ord > ord_cap ? ord_cap : sh->next_ord;
+
+	memset(cur_tid, 0, (size_t) n * sizeof(uint64_t));
+	sh->next_ord = 0;
+	memset(&latest_zipf, 0, sizeof(latest_zipf));
+	zipf_set(&latest_zipf, 1, ZIPF_THETA, 1.0);
+}
+
+static uint64_t
+tree_nodes(const dm_tree_stats *st)
+{
+	uint64_t	n = 0;
+	int			l;
+
+	for (l = 0; l < 16; l++)
+		n += st->nodes[l];
+	return n;
+}
+
+static uint32_t
+frames_for_pct(uint64_t nodes, double pct)
+{
+	double		f = floor((double) nodes * pct / 100.0 + 0.5);
+
+	if (f < 16)
+		f = 16;
+	if (f > (double) (DM_FRAME_NONE / 2 - 1))
+		f = (double) (DM_FRAME_NONE / 2 - 1);
+	return (uint32_t) f;
+}
+
+static void
+fmt_pct(char *buf, size_t n, double pct)
+{
+	if (pct == floor(pct))
+		snprintf(buf, n, "%.0f%%", pct);
+	else
+		snprintf(buf, n, "%g%%", pct);
+}
+
+/* "off", "inner 8%", "dex 8%" (cache mode), or "" */
+static const char *
+cache_label(const cell *ce, char *buf, size_t n)
+{
+	char		p[32];
+
+	if (!cache_mode)
+		return "";
+	if (ce->policy == DM_CACHE_OFF)
+		return "off";
+	fmt_pct(p, sizeof(p), ce->pct);
+	snprintf(buf, n, "%s %s", policy_names[ce->policy], p);
+	return buf;
+}
+
+/*
+ * One cache cell: a fresh tree loaded with the same keys, a fresh cache of
+ * pct% of its nodes (none for off), the workload, then verification of the
+ * tree and of the cache, and the tree dropped.  0 = fine.
+ */
+static int
+run_cache_cell(int tr, const workload *wl, int dist, int policy, double pct)
+{
+	cell	   *ce;
+	char		err[480],
+				lbl[48],
+				p50[32],
+				p99[32];
+	void	   *mem = NULL;
+	size_t		len = 0;
+	int			bad = 0;
+
+	if (ncells >= MAX_CELLS)
+	{
+		fprintf(stderr, "dmbench: more than %d cells; the rest are skipped\n", MAX_CELLS);
+		return -1;
+	}
+	ce = &cells[ncells++];
+	memset(ce, 0, sizeof(*ce));
+	ce->wl = wl;
+	ce->dist = dist;
+	ce->transport = tr;
+	ce->policy = policy;
+	ce->pct = policy == DM_CACHE_OFF ? 0 : pct;
+	fprintf(stderr, "[%s] %-4s %-7s %-10s ... ", transport_names[tr], wl->name, dist_names[dist],
+			cache_label(ce, lbl, sizeof(lbl)));
+
+	reset_rows();
+	if (create_and_load(tr, &ce->li, err, sizeof(err)) != DM_OK)
+	{
+		snprintf(ce->note, sizeof(ce->note), "bulk load: %s", err);
+		fprintf(stderr, "FAILED: %s\n", ce->note);
+		return -1;
+	}
+	if (policy != DM_CACHE_OFF)
+	{
+		dm_cache_config cfg;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.frame_size = node_size;
+		cfg.nframes = frames_for_pct(ce->li.have_stats ? tree_nodes(&ce->li.st) : 0, pct);
+		cfg.policy = (dm_cache_policy) policy;
+		cfg.leaf_admit_permille = leaf_admit;
+		cfg.cooling_percent = cooling_pct;
+		len = dm_cache_shmem_size(&cfg);
+		if (len == 0)
+			snprintf(ce->note, sizeof(ce->note), "dm_cache_shmem_size refused %u frames", cfg.nframes);
+		else if ((mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+		{
+			mem = NULL;
+			snprintf(ce->note, sizeof(ce->note), "mmap of a %zu-byte cache: %s", len, strerror(errno));
+		}
+		else if ((cur_cache = dm_cache_init(mem, len, &cfg)) == NULL)
+			snprintf(ce->note, sizeof(ce->note), "dm_cache_init refused %u frames", cfg.nframes);
+		ce->nframes = cfg.nframes;
+		ce->cache_bytes = len;
+	}
+	if (policy == DM_CACHE_OFF || cur_cache)
+		run_cell(ce);
+	verify_and_drop(&ce->ei, ce);
+	if (ce->done)
+	{
+		fmt_us(p50, sizeof(p50), ce->p50_ns);
+		fmt_us(p99, sizeof(p99), ce->p99_ns);
+		fprintf(stderr, "%.0f ops/s, p50 %s µs, p99 %s µs, %.3f reads/op, %.0f B/op",
+				ce->ops_per_s, p50, p99, per(ce->ctr.ops[DM_OP_READ], ce->ops),
+				per(ce->ctr.bytes_read + ce->ctr.bytes_written, ce->ops));
+		if (policy != DM_CACHE_OFF)
+			fprintf(stderr, ", hit ratio %.3f (halves %.3f / %.3f), %u frames",
+					hit_ratio(&ce->cs, -1), ce->hit_half[0], ce->hit_half[1], ce->nframes);
+	}
+	else
+	{
+		fprintf(stderr, "FAILED: %s", ce->note);
+		bad = 1;
+	}
+	if (ce->ei.verified < 0)
+	{
+		fprintf(stderr, "; VERIFY FAILED: %s", ce->ei.msg);
+		bad = 1;
+	}
+	if (ce->cache_verified < 0)
+	{
+		fprintf(stderr, "; CACHE VERIFY FAILED: %s", ce->cache_msg);
+		bad = 1;
+	}
+	fprintf(stderr, "\n");
+	if (mem)
+		munmap(mem, len);
+	cur_cache = NULL;
+	return bad ? -1 : 0;
+}
+
+/* ---- --oracle: the best any cache of n frames could do for lookups --------------------- */
+
+typedef struct oracle_row
+{
+	int			dist;
+	double		pct;
+	uint32_t	nframes;
+	double		hit;			/* of all node visits of a lookup descent */
+	double		reads;			/* remote node reads per lookup left over */
+	double		leaf_hit;		/* of leaf visits, leaves getting the frames inner nodes leave */
+} oracle_row;
+
+static oracle_row oracle_rows[2 * MAX_PCTS];
+static int	noracle;
+static int	oracle_height;
+static uint64_t oracle_nodes;
+
+static int
+cmp_u64_desc(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x > y ? -1 : x < y;
+}
+
+/*
+ * Sample lookups of the key generator, count visits per node of an ideal
+ * bulk-loaded tree of the loaded shape (leaf = key-order position * leaves
+ * / keys; node j of level l-1 under node j * n(l) / n(l-1) of level l), and
+ * keep the n most visited nodes: no cache of n frames can serve more
+ * visits of independent, identically distributed lookups than that.
+ */
+static void
+oracle_compute(const dm_tree_stats *st)
+{
+	uint64_t   *cnt[16] = {0},
+			   *all;
+	uint64_t	total = 0,
+				leaves = st->nodes[0],
+				rng = UINT64_C(0x9E3779B97F4A7C15);
+	int			h = st->height,
+				d,
+				l;
+
+	if (!pos_of_ord || h < 1 || h > 16 || leaves == 0)
+		return;
+	oracle_height = h;
+	oracle_nodes = tree_nodes(st);
+	for (l = 0; l < h; l++)
+		total += st->nodes[l];
+	all = malloc(total * sizeof(uint64_t));
+	for (l = 0; l < h; l++)
+		cnt[l] = calloc(st->nodes[l] ? st->nodes[l] : 1, sizeof(uint64_t));
+	for (d = 0; d < 2 && all; d++)
+	{
+		int			dist = d == 0 ? DIST_UNIFORM : DIST_ZIPF;
+		uint64_t	s,
+					k,
+					m = 0,
+					visits = oracle_samples * (uint64_t) h;
+		int			pi;
+
+		if ((dist == DIST_UNIFORM && !dist_uniform) || (dist == DIST_ZIPF && !dist_zipf))
+			continue;
+		if (dist == DIST_ZIPF && zipf_over_keys && scrambled_zipf.n != n_entries)
+			zipf_set(&scrambled_zipf, n_entries, ZIPF_THETA, zeta_add(0, n_entries, ZIPF_THETA, 0));
+		for (l = 0; l < h; l++)
+			memset(cnt[l], 0, st->nodes[l] * sizeof(uint64_t));
+		for (s = 0; s < oracle_samples; s++)
+		{
+			uint64_t	ord = dist == DIST_ZIPF ?
+				fnvhash64(zipf_next(&scrambled_zipf, rand_double(&rng))) % n_entries :
+				splitmix64(&rng) % n_entries;
+
+			cnt[0][(uint64_t) pos_of_ord[ord] * leaves / n_entries]++;
+		}
+		for (l = 1; l < h; l++)
+			for (k = 0; k < st->nodes[l - 1]; k++)
+				cnt[l][k * st->nodes[l] / st->nodes[l - 1]] += cnt[l - 1][k];
+		for (l = 0; l < h; l++)
+			for (k = 0; k < st->nodes[l]; k++)
+				all[m++] = cnt[l][k];
+		qsort(all, m, sizeof(uint64_t), cmp_u64_desc);
+		qsort(cnt[0], leaves, sizeof(uint64_t), cmp_u64_desc);
+		for (pi = 0; pi < ncache_pcts && noracle < 2 * MAX_PCTS; pi++)
+		{
+			oracle_row *o = &oracle_rows[noracle++];
+			uint64_t	nf = frames_for_pct(oracle_nodes, cache_pcts[pi]),
+						hits = 0,
+						lh = 0,
+						inner = oracle_nodes - leaves;
+
+			o->dist = dist;
+			o->pct = cache_pcts[pi];
+			o->nframes = (uint32_t) nf;
+			for (k = 0; k < nf && k < m; k++)
+				hits += all[k];
+			for (k = 0; nf > inner && k < nf - inner && k < leaves; k++)
+				lh += cnt[0][k];
+			o->hit = (double) hits / (double) visits;
+			o->reads = (double) (visits - hits) / (double) oracle_samples;
+			o->leaf_hit = nf > inner ? (double) lh / (double) oracle_samples : -1;
+		}
+	}
+	for (l = 0; l < h; l++)
+		free(cnt[l]);
+	free(all);
+}
+
+
 static void
 print_main_table(FILE *f)
 {
 	int			i;
 
-	fprintf(f, "| workload | dist | transport | ops/s | p50 µs | p99 µs | round trips/op | "
+	fprintf(f, "| workload | dist | transport |%s ops/s | p50 µs | p99 µs | round trips/op | "
 			"reads/op | writes/op | atomics/op | RPCs/op | B read/op | B written/op | wire B/op | "
-			"read retries/op | lock retries/op | splits/op | CPU used by others |\n");
-	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+			"read retries/op | lock retries/op | splits/op | CPU used by others |\n",
+			cache_mode ? " cache |" : "");
+	fprintf(f, "|---|---|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+			cache_mode ? "---|" : "");
 	for (i = 0; i < ncells; i++)
 	{
 		cell	   *ce = &cells[i];
 		char		p50[32],
 					p99[32],
-					oth[32] = "?";
+					oth[32] = "?",
+					lbl[48],
+					cc[64] = "";
 		uint64_t	n = ce->ops;
 
+		if (cache_mode)
+			snprintf(cc, sizeof(cc), " %s |", cache_label(ce, lbl, sizeof(lbl)));
 		if (!ce->done)
 		{
-			fprintf(f, "| %s | %s | %s | FAILED | | | | | | | | | | | | | | |\n",
-					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport]);
+			fprintf(f, "| %s | %s | %s |%s FAILED | | | | | | | | | | | | | | |\n",
+					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], cc);
 			continue;
 		}
 		fmt_us(p50, sizeof(p50), ce->p50_ns);
 		fmt_us(p99, sizeof(p99), ce->p99_ns);
 		if (ce->others_cpu >= 0)
 			snprintf(oth, sizeof(oth), "%.0f%%", 100 * ce->others_cpu);
-		fprintf(f, "| %s | %s | %s | %.0f | %s | %s | %.2f | %.2f | %.2f | %.2f | %.4f | %.0f | %.0f | %.0f | %.4f | %.4f | %.4f | %s |\n",
-				ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
+		fprintf(f, "| %s | %s | %s |%s %.0f | %s | %s | %.2f | %.2f | %.2f | %.2f | %.4f | %.0f | %.0f | %.0f | %.4f | %.4f | %.4f | %s |\n",
+				ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], cc,
 				ce->ops_per_s, p50, p99,
 				per(ce->ctr.round_trips, n),
 				per(ce->ctr.ops[DM_OP_READ], n),
@@ -1492,14 +1993,19 @@ print_kind_table(FILE *f)
 	int			i,
 				k;
 
-	fprintf(f, "| workload | dist | transport | op | ops | share | p50 µs | p99 µs |\n");
-	fprintf(f, "|---|---|---|---|---:|---:|---:|---:|\n");
+	fprintf(f, "| workload | dist | transport |%s op | ops | share | p50 µs | p99 µs |\n",
+			cache_mode ? " cache |" : "");
+	fprintf(f, "|---|---|---|%s---|---:|---:|---:|---:|\n", cache_mode ? "---|" : "");
 	for (i = 0; i < ncells; i++)
 	{
 		cell	   *ce = &cells[i];
+		char		lbl[48],
+					cc[64] = "";
 
 		if (!ce->done)
 			continue;
+		if (cache_mode)
+			snprintf(cc, sizeof(cc), " %s |", cache_label(ce, lbl, sizeof(lbl)));
 		for (k = 0; k < K_COUNT; k++)
 		{
 			char		p50[32],
@@ -1509,8 +2015,8 @@ print_kind_table(FILE *f)
 				continue;
 			fmt_us(p50, sizeof(p50), ce->kp50_ns[k]);
 			fmt_us(p99, sizeof(p99), ce->kp99_ns[k]);
-			fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %.1f%% | %s | %s |\n",
-					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
+			fprintf(f, "| %s | %s | %s |%s %s | %" PRIu64 " | %.1f%% | %s | %s |\n",
+					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], cc,
 					kind_names[k], ce->kops[k], 100.0 * (double) ce->kops[k] / (double) ce->ops,
 					p50, p99);
 		}
@@ -1522,21 +2028,26 @@ print_tree_table(FILE *f)
 {
 	int			i;
 
-	fprintf(f, "| workload | dist | transport | ops | node reads/op | read retries/op | "
-			"lock retries/op | lock takeovers | splits/op | root grows | restarts/op | entries/scan |\n");
-	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	fprintf(f, "| workload | dist | transport |%s ops | node reads/op | read retries/op | "
+			"lock retries/op | lock takeovers | splits/op | root grows | restarts/op | entries/scan |\n",
+			cache_mode ? " cache |" : "");
+	fprintf(f, "|---|---|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", cache_mode ? "---|" : "");
 	for (i = 0; i < ncells; i++)
 	{
 		cell	   *ce = &cells[i];
 		uint64_t	n = ce->ops;
-		char		scan[32] = "—";
+		char		scan[32] = "—",
+					lbl[48],
+					cc[64] = "";
 
 		if (!ce->done)
 			continue;
+		if (cache_mode)
+			snprintf(cc, sizeof(cc), " %s |", cache_label(ce, lbl, sizeof(lbl)));
 		if (ce->kops[K_SCAN])
 			snprintf(scan, sizeof(scan), "%.1f", per(ce->scanned, ce->kops[K_SCAN]));
-		fprintf(f, "| %s | %s | %s | %" PRIu64 " | %.2f | %.4f | %.4f | %" PRIu64 " | %.4f | %" PRIu64 " | %.4f | %s |\n",
-				ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], n,
+		fprintf(f, "| %s | %s | %s |%s %" PRIu64 " | %.2f | %.4f | %.4f | %" PRIu64 " | %.4f | %" PRIu64 " | %.4f | %s |\n",
+				ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], cc, n,
 				per(ce->tctr.node_reads, n), per(ce->tctr.read_retries, n),
 				per(ce->tctr.lock_retries, n), ce->tctr.lock_takeovers,
 				per(ce->tctr.splits, n), ce->tctr.root_grows,
@@ -1581,11 +2092,15 @@ print_paper_table(FILE *f)
 		{
 			cell	   *ce = &cells[i];
 			uint64_t	n = ce->ops;
+			char		lbl[48],
+						cc[64] = "";
 
 			if (!ce->done || ce->dist != DIST_ZIPF || ce->wl->id != wid)
 				continue;
-			fprintf(f, "| **dmindex, %s** (YCSB %c, zipf, %d clients) | %s | %.2f | %.2f | %.2f | %.4f | %.1f |\n",
-					transport_names[ce->transport], wid, nclients, wid == 'c' ? "RO" : "WI",
+			if (cache_mode)
+				snprintf(cc, sizeof(cc), ", cache %s", cache_label(ce, lbl, sizeof(lbl)));
+			fprintf(f, "| **dmindex, %s%s** (YCSB %c, zipf, %d clients) | %s | %.2f | %.2f | %.2f | %.4f | %.1f |\n",
+					transport_names[ce->transport], cc, wid, nclients, wid == 'c' ? "RO" : "WI",
 					per(ce->ctr.ops[DM_OP_READ], n), per(ce->ctr.ops[DM_OP_WRITE], n),
 					per(atomics_of(&ce->ctr), n), per(ce->ctr.rpcs, n),
 					per(ce->ctr.bytes_read + ce->ctr.bytes_written + 8 * atomics_of(&ce->ctr), n));
@@ -1593,9 +2108,272 @@ print_paper_table(FILE *f)
 	}
 }
 
+/* The off cell of the same transport, workload and distribution (ratios are taken to it). */
+static const cell *
+off_cell_of(const cell *ce)
+{
+	int			i;
+
+	for (i = 0; i < ncells; i++)
+	{
+		const cell *o = &cells[i];
+
+		if (o->done && o->policy == DM_CACHE_OFF && o->transport == ce->transport &&
+			o->wl == ce->wl && o->dist == ce->dist)
+			return o;
+	}
+	return NULL;
+}
+
+static void
+fmt_ratio(char *buf, size_t n, double a, double b, const char *fmt)
+{
+	if (b > 0)
+		snprintf(buf, n, fmt, a / b);
+	else
+		snprintf(buf, n, "—");
+}
+
+static void
+fmt_hit(char *buf, size_t n, double r)
+{
+	if (r < 0)
+		snprintf(buf, n, "—");
+	else
+		snprintf(buf, n, "%.3f", r);
+}
+
+/*
+ * Per (transport, workload): the policies side by side, with ratios to the
+ * off cell of the same run, and DEX's Table 2 rows for c (RO) and a (WI).
+ */
+static void
+print_cache_summary(FILE *f)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < ncells; i++)
+	{
+		const cell *first = &cells[i];
+		int			seen = 0;
+		size_t		p;
+
+		for (j = 0; j < i; j++)
+			if (cells[j].transport == first->transport && cells[j].wl == first->wl)
+				seen = 1;
+		if (seen)
+			continue;
+		fprintf(f, "\n**%s — %s** (%s, %d clients, %" PRIu64 " keys loaded per cell):\n\n",
+				first->wl->name, dex_name(first->wl->id), transport_names[first->transport],
+				nclients, n_entries);
+		fprintf(f, "| dist | policy | cache | frames | ops/s | ops/s ÷ off | reads/op | reads ÷ off | "
+				"B/op (read + written) | B ÷ off | atomics/op | hit ratio | leaf hit ratio |\n");
+		fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+		for (j = i; j < ncells; j++)
+		{
+			const cell *ce = &cells[j];
+			const cell *off;
+			char		pc[32] = "—",
+						fr[32] = "—",
+						r1[32],
+						r2[32],
+						r3[32],
+						h[32],
+						lh[32];
+			uint64_t	n = ce->ops;
+			double		bytes;
+
+			if (ce->transport != first->transport || ce->wl != first->wl)
+				continue;
+			if (!ce->done)
+			{
+				fprintf(f, "| %s | %s | | | FAILED | | | | | | | | |\n", dist_names[ce->dist],
+						policy_names[ce->policy]);
+				continue;
+			}
+			off = off_cell_of(ce);
+			bytes = per(ce->ctr.bytes_read + ce->ctr.bytes_written, n);
+			if (ce->policy != DM_CACHE_OFF)
+			{
+				fmt_pct(pc, sizeof(pc), ce->pct);
+				snprintf(fr, sizeof(fr), "%u", ce->nframes);
+			}
+			if (off)
+			{
+				fmt_ratio(r1, sizeof(r1), ce->ops_per_s, off->ops_per_s, "%.2f");
+				fmt_ratio(r2, sizeof(r2), per(ce->ctr.ops[DM_OP_READ], n),
+						  per(off->ctr.ops[DM_OP_READ], off->ops), "%.3f");
+				fmt_ratio(r3, sizeof(r3), bytes,
+						  per(off->ctr.bytes_read + off->ctr.bytes_written, off->ops), "%.3f");
+			}
+			else
+			{
+				snprintf(r1, sizeof(r1), "—");
+				snprintf(r2, sizeof(r2), "—");
+				snprintf(r3, sizeof(r3), "—");
+			}
+			fmt_hit(h, sizeof(h), ce->policy == DM_CACHE_OFF ? -1 : hit_ratio(&ce->cs, -1));
+			fmt_hit(lh, sizeof(lh), ce->policy == DM_CACHE_OFF ? -1 : hit_ratio(&ce->cs, 0));
+			fprintf(f, "| %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.0f | %s | %.3f | %s | %s |\n",
+					dist_names[ce->dist], ce->policy == DM_CACHE_DEX ? "**dex**" : policy_names[ce->policy],
+					pc, fr, ce->ops_per_s, r1, per(ce->ctr.ops[DM_OP_READ], n), r2, bytes, r3,
+					per(atomics_of(&ce->ctr), n), h, lh);
+		}
+		for (p = 0; p < sizeof(dex_table2) / sizeof(dex_table2[0]); p++)
+			if (dex_table2[p].workload == first->wl->id)
+				fprintf(f, "| zipf | %s (paper, Table 2) | %s | | | | %.2f | | %.1f¹ | | %.2f | | |\n",
+						dex_table2[p].name,
+						strncmp(dex_table2[p].name, "DEX", 3) == 0 ? "256 MB ≈ 8%" : "",
+						dex_table2[p].reads, dex_table2[p].traffic, dex_table2[p].atomics);
+	}
+	fprintf(f, "\n¹ DEX's \"traffic\" per operation; ours is READ + WRITE payload (atomics move 8 B more each).\n");
+}
+
+static void
+print_cache_table(FILE *f)
+{
+	int			i;
+
+	fprintf(f, "| workload | dist | transport | cache | frames | cache MB | ops/s | p50 µs | p99 µs | "
+			"round trips/op | reads/op | writes/op | atomics/op | B read/op | B written/op | "
+			"cache hits/op | hit ratio | 1st / 2nd half | leaf hit ratio | inner hit ratio | "
+			"admissions/op | leaf admissions skipped/op | evictions/op | no frame/op | "
+			"frames used at end (inner + leaf) | warm-up ops | tree MB load → end | checks | CPU used by others |\n");
+	fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+			"---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
+	for (i = 0; i < ncells; i++)
+	{
+		const cell *ce = &cells[i];
+		uint64_t	n = ce->ops;
+		char		lbl[48],
+					p50[32],
+					p99[32],
+					oth[32] = "?",
+					h[32],
+					h1[32],
+					h2[32],
+					lh[32],
+					ih[32],
+					chk[160],
+					tmb[64] = "?";
+		int			cached = ce->policy != DM_CACHE_OFF;
+		uint64_t	inner_used = 0;
+		int			l;
+
+		if (!ce->done)
+		{
+			fprintf(f, "| %s | %s | %s | %s | FAILED: %s |||||||||||||||||||||||||\n",
+					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
+					cache_label(ce, lbl, sizeof(lbl)), ce->note);
+			continue;
+		}
+		fmt_us(p50, sizeof(p50), ce->p50_ns);
+		fmt_us(p99, sizeof(p99), ce->p99_ns);
+		if (ce->others_cpu >= 0)
+			snprintf(oth, sizeof(oth), "%.0f%%", 100 * ce->others_cpu);
+		fmt_hit(h, sizeof(h), cached ? hit_ratio(&ce->cs, -1) : -1);
+		fmt_hit(h1, sizeof(h1), cached ? ce->hit_half[0] : -1);
+		fmt_hit(h2, sizeof(h2), cached ? ce->hit_half[1] : -1);
+		fmt_hit(lh, sizeof(lh), cached ? hit_ratio(&ce->cs, 0) : -1);
+		fmt_hit(ih, sizeof(ih), cached ? hit_ratio(&ce->cs, -2) : -1);
+		for (l = 1; l < DM_CACHE_LEVELS; l++)
+			inner_used += ce->cs_end.frames_used[l];
+		if (ce->ei.verified > 0)
+			snprintf(chk, sizeof(chk), "tree ok%s", "");
+		else if (ce->ei.verified < 0)
+			snprintf(chk, sizeof(chk), "**tree FAILED**");
+		else
+			snprintf(chk, sizeof(chk), "tree not verified");
+		if (cached && ce->cache_verified > 0)
+			snprintf(chk + strlen(chk), sizeof(chk) - strlen(chk), ", cache ok (%" PRIu64 " frames)",
+					 ce->cache_checked);
+		else if (cached && ce->cache_verified < 0)
+			snprintf(chk + strlen(chk), sizeof(chk) - strlen(chk), ", **cache FAILED**");
+		if (ce->li.have_stats && ce->ei.have_stats)
+			snprintf(tmb, sizeof(tmb), "%.1f → %.1f", (double) ce->li.st.remote_bytes / 1e6,
+					 (double) ce->ei.st.remote_bytes / 1e6);
+		if (cached)
+			fprintf(f, "| %s | %s | %s | %s | %u | %.1f | %.0f | %s | %s | %.2f | %.3f | %.3f | %.3f | %.0f | %.0f | "
+					"%.3f | %s | %s / %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %" PRIu64 " + %" PRIu64 " | %" PRIu64 " | %s | %s | %s |\n",
+					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
+					cache_label(ce, lbl, sizeof(lbl)), ce->nframes, (double) ce->cache_bytes / 1048576.0,
+					ce->ops_per_s, p50, p99, per(ce->ctr.round_trips, n),
+					per(ce->ctr.ops[DM_OP_READ], n), per(ce->ctr.ops[DM_OP_WRITE], n),
+					per(atomics_of(&ce->ctr), n), per(ce->ctr.bytes_read, n), per(ce->ctr.bytes_written, n),
+					per(cache_sum(ce->cs.hits), n), h, h1, h2, lh, ih,
+					per(ce->cs.admissions, n), per(ce->cs.admit_skipped, n), per(ce->cs.evictions, n),
+					per(ce->cs.no_frame, n), inner_used, ce->cs_end.frames_used[0], ce->warm_ops,
+					tmb, chk, oth);
+		else
+			fprintf(f, "| %s | %s | %s | off | — | — | %.0f | %s | %s | %.2f | %.3f | %.3f | %.3f | %.0f | %.0f | "
+					"— | — | — | — | — | — | — | — | — | — | %" PRIu64 " | %s | %s | %s |\n",
+					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
+					ce->ops_per_s, p50, p99, per(ce->ctr.round_trips, n),
+					per(ce->ctr.ops[DM_OP_READ], n), per(ce->ctr.ops[DM_OP_WRITE], n),
+					per(atomics_of(&ce->ctr), n), per(ce->ctr.bytes_read, n), per(ce->ctr.bytes_written, n),
+					ce->warm_ops, tmb, chk, oth);
+	}
+}
+
+static void
+print_oracle_table(FILE *f)
+{
+	int			i,
+				j;
+
+	if (noracle == 0)
+		return;
+	fprintf(f, "\nThe best any cache of that many frames could do for lookups (--oracle: %" PRIu64
+			" sampled lookups of the same key generator on an ideal tree of the loaded shape, height %d, %"
+			PRIu64 " nodes; the most visited nodes cached), next to what workload c measured:\n\n",
+			oracle_samples, oracle_height, oracle_nodes);
+	fprintf(f, "| dist | cache | frames | best hit ratio (node visits) | best reads/op | "
+			"leaf hit ratio if all inner nodes are cached | measured reads/op (c, dex) | measured hit ratio (c, dex) |\n");
+	fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < noracle; i++)
+	{
+		const oracle_row *o = &oracle_rows[i];
+		char		pc[32],
+					lh[32],
+					mr[32] = "—",
+					mh[32] = "—";
+
+		fmt_pct(pc, sizeof(pc), o->pct);
+		fmt_hit(lh, sizeof(lh), o->leaf_hit);
+		for (j = 0; j < ncells; j++)
+		{
+			const cell *ce = &cells[j];
+
+			if (ce->done && ce->wl->id == 'c' && ce->dist == o->dist && ce->policy == DM_CACHE_DEX &&
+				ce->pct == o->pct)
+			{
+				snprintf(mr, sizeof(mr), "%.3f", per(ce->ctr.ops[DM_OP_READ], ce->ops));
+				fmt_hit(mh, sizeof(mh), hit_ratio(&ce->cs, -1));
+				break;
+			}
+		}
+		fprintf(f, "| %s | %s | %u | %.3f | %.3f | %s | %s | %s |\n", dist_names[o->dist], pc, o->nframes,
+				o->hit, o->reads, lh, mr, mh);
+	}
+}
+
 static void
 print_all(FILE *f, const char *notes)
 {
+	if (cache_mode)
+	{
+		fprintf(f, "Compute-side node cache: policies side by side (off = no cache; inner = inner nodes only, "
+				"Sherman's policy; dex = inner nodes + leaves admitted with probability %.3f, DEX's policy), "
+				"cache size as %% of the tree's nodes right after the load:\n",
+				leaf_admit / 1000.0);
+		print_cache_summary(f);
+		print_oracle_table(f);
+		fprintf(f, "\nCache cells in detail (counters over the measured window; hit ratio = cache hits / "
+				"(hits + misses) of node reads through the cache):\n\n");
+		print_cache_table(f);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "Throughput, latency and remote operations per YCSB operation:\n\n");
 	print_main_table(f);
 	print_paper_table(f);
@@ -1608,6 +2386,27 @@ print_all(FILE *f, const char *notes)
 }
 
 /* ---- main -------------------------------------------------------------------------- */
+
+/* The notes under the tables (bounded: never written past the end). */
+static char notes[1 << 17];
+static size_t nlen;
+
+static void note_add(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+static void
+note_add(const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	if (nlen + 1 >= sizeof(notes))
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(notes + nlen, sizeof(notes) - nlen, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		nlen = nlen + (size_t) n < sizeof(notes) ? nlen + (size_t) n : sizeof(notes) - 1;
+}
 
 static void
 usage(FILE *f)
@@ -1624,10 +2423,19 @@ usage(FILE *f)
 			"  --fillfactor P        bulk-load fill factor, 10..100 (default 90, as btree leaves)\n"
 			"  --node-size N         tree node size, 256..4096 (default 1024)\n"
 			"  --duration SEC        measured seconds per cell (default 10)\n"
-			"  --warmup SEC          warm-up per cell (default duration/10, 0.2..2 s)\n"
-			"  --workloads LIST      of load,a,b,c,d,e (default all, in that order)\n"
+			"  --warmup SEC          warm-up per cell (default duration/10, 0.2..2 s; 3 s with --cache-policy)\n"
+			"  --workloads LIST      of load,a,b,c,d,e,i (default load,a,b,c,d,e, in that order;\n"
+			"                        i = 50%% read / 50%% insert, DEX's insert-intensive)\n"
 			"  --dist uniform|zipf|both   key choice of a, b, c, e (default both)\n"
-			"  --no-verify           skip dm_tree_verify at the end of each transport\n"
+			"  --no-verify           skip dm_tree_verify at the end of each transport (and cell)\n"
+			"  --cache-policy LIST   cache cells: of off,inner,dex (e.g. off,inner,dex); each cell on a\n"
+			"                        fresh tree; off = without dm_tree_use_cache; default workloads c,b,a,i,e\n"
+			"  --cache-pct LIST      cache sizes, %% of the tree's nodes after the load (default 1,8,100)\n"
+			"  --leaf-admit PERMILLE dex: chance that a leaf read is admitted, 0..1000 (default 100 = DEX's 0.1)\n"
+			"  --cooling-pct P       cooling map capacity, %% of the frames, 1..50 (default 10, as DEX)\n"
+			"  --zipf-items ycsb|keys  zipf ranks over 10^10 items (YCSB, default) or over the keys (DEX's bench)\n"
+			"  --oracle              also report the best hit ratio any cache of that size could have\n"
+			"  --oracle-samples N    lookups sampled for it (default 20M)\n"
 			"  --quick               small smoke run: 20000 entries, 1 s per cell, 256M region\n"
 			"  --out FILE            also write the markdown tables to FILE\n",
 			MAX_CLIENTS);
@@ -1727,6 +2535,44 @@ add_transport(const char *s, size_t n)
 	return 0;
 }
 
+static int
+add_policy(const char *s, size_t n)
+{
+	int			p,
+				i;
+
+	for (p = 0; p < 3; p++)
+		if (strlen(policy_names[p]) == n && strncasecmp(s, policy_names[p], n) == 0)
+			break;
+	if (p == 3)
+		return -1;
+	for (i = 0; i < ncache_policies; i++)
+		if (cache_policies[i] == p)
+			return -1;
+	cache_policies[ncache_policies++] = p;
+	return 0;
+}
+
+static int
+add_pct(const char *s, size_t n)
+{
+	char		buf[32],
+			   *end;
+	double		v;
+
+	if (n >= sizeof(buf) || ncache_pcts >= MAX_PCTS)
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (n > 0 && buf[n - 1] == '%')
+		buf[n - 1] = '\0';
+	v = strtod(buf, &end);
+	if (*end || !(v > 0) || v > 1000)
+		return -1;
+	cache_pcts[ncache_pcts++] = v;
+	return 0;
+}
+
 static double
 parse_seconds(const char *opt, const char *s)
 {
@@ -1751,10 +2597,8 @@ main(int argc, char **argv)
 				i,
 				ti,
 				failed = 0;
-	char		notes[16384],
-				err[512],
+	char		err[512],
 				threads_buf[16];
-	size_t		nlen = 0;
 	size_t		shared_len,
 				samples_len,
 				tids_len;
@@ -1847,7 +2691,77 @@ main(int argc, char **argv)
 			}
 		}
 		else if (strcmp(a, "--warmup") == 0 && v)
+		{
 			warmup_s = parse_seconds(a, argv[++i]);
+			warmup_given = 1;
+		}
+		else if (strcmp(a, "--cache-policy") == 0 && v)
+		{
+			ncache_policies = 0;
+			if (parse_list(argv[++i], add_policy) != 0 || ncache_policies == 0)
+			{
+				fprintf(stderr, "dmbench: bad --cache-policy %s (a list of off, inner, dex)\n", v);
+				return 2;
+			}
+			cache_mode = 1;
+		}
+		else if (strcmp(a, "--cache-pct") == 0 && v)
+		{
+			ncache_pcts = 0;
+			if (parse_list(argv[++i], add_pct) != 0 || ncache_pcts == 0)
+			{
+				fprintf(stderr, "dmbench: bad --cache-pct %s (a list of percentages, 0 < P <= 1000)\n", v);
+				return 2;
+			}
+		}
+		else if (strcmp(a, "--leaf-admit") == 0 && v)
+		{
+			char	   *end;
+			long		x = strtol(argv[++i], &end, 10);
+
+			if (*end || x < 0 || x > 1000)
+			{
+				fprintf(stderr, "dmbench: bad --leaf-admit %s (per mille, 0..1000)\n", v);
+				return 2;
+			}
+			leaf_admit = (uint32_t) x;
+		}
+		else if (strcmp(a, "--cooling-pct") == 0 && v)
+		{
+			char	   *end;
+			long		x = strtol(argv[++i], &end, 10);
+
+			if (*end || x < 1 || x > 50)
+			{
+				fprintf(stderr, "dmbench: bad --cooling-pct %s (1..50)\n", v);
+				return 2;
+			}
+			cooling_pct = (uint32_t) x;
+		}
+		else if (strcmp(a, "--zipf-items") == 0 && v)
+		{
+			i++;
+			if (strcmp(v, "keys") == 0)
+				zipf_over_keys = 1;
+			else if (strcmp(v, "ycsb") == 0)
+				zipf_over_keys = 0;
+			else
+			{
+				fprintf(stderr, "dmbench: bad --zipf-items %s (ycsb or keys)\n", v);
+				return 2;
+			}
+		}
+		else if (strcmp(a, "--oracle") == 0)
+			do_oracle = 1;
+		else if (strcmp(a, "--oracle-samples") == 0 && v)
+		{
+			if (parse_count(argv[++i], &oracle_samples) != 0 || oracle_samples < 1000)
+			{
+				fprintf(stderr, "dmbench: bad --oracle-samples %s\n", v);
+				return 2;
+			}
+			do_oracle = 1;
+		}
 		else if (strcmp(a, "--workloads") == 0 && v)
 		{
 			nworkload_list = 0;
@@ -1893,8 +2807,21 @@ main(int argc, char **argv)
 	if (ntransports == 0)
 		transports[ntransports++] = TR_SHM;
 	if (nworkload_list == 0)
-		for (i = 0; i < NWORKLOADS; i++)
-			workload_list[nworkload_list++] = i;
+	{
+		if (cache_mode)
+			/* DEX's Table 1, in its order */
+			parse_list("c,b,a,i,e", add_workload);
+		else
+			parse_list("load,a,b,c,d,e", add_workload);
+	}
+	if (cache_mode && ncache_pcts == 0)
+	{
+		cache_pcts[ncache_pcts++] = 1;
+		cache_pcts[ncache_pcts++] = 8;
+		cache_pcts[ncache_pcts++] = 100;
+	}
+	if (cache_mode && !warmup_given)
+		warmup_s = 3;
 	if (warmup_s < 0)
 	{
 		warmup_s = duration_s / 10;
@@ -1958,7 +2885,74 @@ main(int argc, char **argv)
 			n_entries, nclients, duration_s, warmup_s, node_size, fillfactor,
 			started_memnode ? ", memnode started here" : "");
 
-	for (ti = 0; ti < ntransports; ti++)
+	if (cache_mode)
+	{
+		char		pl[64] = "",
+					pp[256] = "";
+
+		for (i = 0; i < ncache_policies; i++)
+			snprintf(pl + strlen(pl), sizeof(pl) - strlen(pl), "%s%s", i ? "," : "", policy_names[cache_policies[i]]);
+		for (i = 0; i < ncache_pcts; i++)
+		{
+			char		b[32];
+
+			fmt_pct(b, sizeof(b), cache_pcts[i]);
+			snprintf(pp + strlen(pp), sizeof(pp) - strlen(pp), "%s%s", i ? "," : "", b);
+		}
+		fprintf(stderr, "dmbench: cache cells: policies %s, sizes %s of the loaded tree, leaf admission %u‰, "
+				"cooling map %u%% of the frames; a fresh load per cell\n",
+				pl, pp, leaf_admit, cooling_pct ? cooling_pct : 10);
+	}
+	for (ti = 0; ti < ntransports && cache_mode; ti++)
+	{
+		int			tr = transports[ti];
+		int			wi;
+
+		for (wi = 0; wi < nworkload_list; wi++)
+		{
+			const workload *wl = &workloads[workload_list[wi]];
+			int			dists[2],
+						nd = 0,
+						di;
+
+			if (wl->keyless)
+				dists[nd++] = DIST_NONE;
+			else if (wl->latest)
+				dists[nd++] = DIST_LATEST;
+			else
+			{
+				if (dist_uniform)
+					dists[nd++] = DIST_UNIFORM;
+				if (dist_zipf)
+					dists[nd++] = DIST_ZIPF;
+			}
+			for (di = 0; di < nd; di++)
+			{
+				int			pi,
+							k;
+
+				for (k = 0; k < ncache_policies; k++)
+					if (cache_policies[k] == DM_CACHE_OFF &&
+						run_cache_cell(tr, wl, dists[di], DM_CACHE_OFF, 0) != 0)
+						failed = 1;
+				for (pi = 0; pi < ncache_pcts; pi++)
+					for (k = 0; k < ncache_policies; k++)
+						if (cache_policies[k] != DM_CACHE_OFF &&
+							run_cache_cell(tr, wl, dists[di], cache_policies[k], cache_pcts[pi]) != 0)
+							failed = 1;
+				/* after the first load: the ideal-cache bound (the shape is the same for every cell) */
+				if (do_oracle && noracle == 0 && ncells > 0 && cells[0].li.have_stats)
+				{
+					fprintf(stderr, "[%s] oracle: sampling %" PRIu64 " lookups per distribution ... ",
+							transport_names[tr], oracle_samples);
+					oracle_compute(&cells[0].li.st);
+					fprintf(stderr, "done\n");
+				}
+			}
+		}
+	}
+
+	for (ti = 0; ti < ntransports && !cache_mode; ti++)
 	{
 		int			tr = transports[ti];
 		int			wi;
@@ -1973,7 +2967,7 @@ main(int argc, char **argv)
 		if (create_and_load(tr, &li[ti], err, sizeof(err)) != DM_OK)
 		{
 			fprintf(stderr, "FAILED: %s\n", err);
-			nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+			note_add(
 							 "- %s: bulk load failed: %s\n", transport_names[tr], err);
 			failed = 1;
 			continue;
@@ -2033,7 +3027,7 @@ main(int argc, char **argv)
 
 		fprintf(stderr, "[%s] %s and dropping the tree ... ", transport_names[tr],
 				do_verify ? "verifying" : "measuring");
-		verify_and_drop(&ei[ti]);
+		verify_and_drop(&ei[ti], NULL);
 		have_end[ti] = 1;
 		if (ei[ti].verified < 0)
 		{
@@ -2057,7 +3051,7 @@ main(int argc, char **argv)
 					 region_size, memnode_threads);
 		else
 			snprintf(mn, sizeof(mn), "%d given with --memnode", nmemnode_addrs);
-		nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+		note_add(
 						 "Setup: %" PRIu64 " keys bulk-loaded (fill factor %d%%, %u-byte nodes), "
 						 "%d client process(es), %.1f s measured per cell after %.1f s warm-up%s; memnode %s.\n\n",
 						 n_entries, fillfactor, node_size, nclients, duration_s, warmup_s,
@@ -2067,7 +3061,7 @@ main(int argc, char **argv)
 	{
 		if (li[ti].load_s > 0)
 		{
-			nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+			note_add(
 							 "- %s: bulk load of %" PRIu64 " entries took %.2f s (%.2f M entries/s; "
 							 "%.0f round trips, %.1f MB written) after %.2f s to generate and sort the keys",
 							 transport_names[transports[ti]], n_entries, li[ti].load_s,
@@ -2075,20 +3069,20 @@ main(int argc, char **argv)
 							 (double) li[ti].ctr.round_trips,
 							 (double) li[ti].ctr.bytes_written / 1e6, li[ti].gen_s);
 			if (li[ti].have_stats)
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+				note_add(
 								 "; tree after load: height %d, %" PRIu64 " leaves, leaf fill %.2f, %.1f MB",
 								 li[ti].st.height, li[ti].st.nodes[0], li[ti].st.leaf_fill,
 								 (double) li[ti].st.remote_bytes / 1e6);
-			nlen += snprintf(notes + nlen, sizeof(notes) - nlen, ".\n");
+			note_add(".\n");
 		}
 		if (have_end[ti])
 		{
 			end_info   *e = &ei[ti];
 
-			nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "- %s: at the end ",
+			note_add("- %s: at the end ",
 							 transport_names[transports[ti]]);
 			if (e->have_stats)
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+				note_add(
 								 "height %d, %" PRIu64 " leaves, leaf fill %.2f, %.1f MB; ",
 								 e->st.height, e->st.nodes[0], e->st.leaf_fill,
 								 (double) e->st.remote_bytes / 1e6);
@@ -2096,53 +3090,98 @@ main(int argc, char **argv)
 			{
 				int			m;
 
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "nodes by memnode:");
+				note_add("nodes by memnode:");
 				for (m = 0; m < nmemnode_addrs; m++)
-					nlen += snprintf(notes + nlen, sizeof(notes) - nlen, " %" PRIu64,
+					note_add(" %" PRIu64,
 									 e->st.nodes_by_memnode[m]);
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "; ");
+				note_add("; ");
 			}
 			if (e->verified > 0)
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+				note_add(
 								 "dm_tree_verify ok in %.1f s, %" PRIu64 " entries = one per row.\n",
 								 e->verify_s, e->entries);
 			else if (e->verified < 0)
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+				note_add(
 								 "**verification FAILED**: %s.\n", e->msg);
 			else
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "not verified.\n");
+				note_add("not verified.\n");
 		}
 	}
 	for (i = 0; i < ncells; i++)
 	{
 		cell	   *ce = &cells[i];
+		char		name[128],
+					lbl[48];
 
+		snprintf(name, sizeof(name), "%s / %s / %s%s%s", ce->wl->name, dist_names[ce->dist],
+				 transport_names[ce->transport], cache_mode ? " / " : "", cache_label(ce, lbl, sizeof(lbl)));
 		if (!ce->done)
-			nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "- **%s / %s / %s failed**: %s\n",
-							 ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
-							 ce->note);
+			note_add("- **%s failed**: %s\n", name, ce->note);
 		else
 		{
 			if (ce->anom.read_miss_again || ce->anom.insert_existed || ce->anom.delete_missing)
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
-								 "- **%s / %s / %s anomalies**: %" PRIu64 " reads found no entry twice in a row, "
-								 "%" PRIu64 " inserts of a new entry said it existed, %" PRIu64
-								 " deletes of a row's previous entry found nothing.\n",
-								 ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
-								 ce->anom.read_miss_again, ce->anom.insert_existed, ce->anom.delete_missing);
+				note_add("- **%s anomalies**: %" PRIu64 " reads found no entry twice in a row, "
+						 "%" PRIu64 " inserts of a new entry said it existed, %" PRIu64
+						 " deletes of a row's previous entry found nothing.\n",
+						 name, ce->anom.read_miss_again, ce->anom.insert_existed, ce->anom.delete_missing);
 			if (ce->anom.read_miss > ce->anom.read_miss_again)
-				nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
-								 "- %s / %s / %s: %" PRIu64 " of %" PRIu64 " reads found no entry at first and "
-								 "found it when repeated (expected under concurrent updates, see below).\n",
-								 ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
-								 ce->anom.read_miss - ce->anom.read_miss_again, ce->kops[K_READ]);
+				note_add("- %s: %" PRIu64 " of %" PRIu64 " reads found no entry at first and "
+						 "found it when repeated (expected under concurrent updates, see below).\n",
+						 name, ce->anom.read_miss - ce->anom.read_miss_again, ce->kops[K_READ]);
 		}
+		if (cache_mode && ce->ei.verified < 0)
+			note_add("- **%s: tree verification FAILED**: %s\n", name, ce->ei.msg);
+		if (cache_mode && ce->cache_verified < 0)
+			note_add("- **%s: cache verification FAILED**: %s\n", name, ce->cache_msg);
+		if (cache_mode && ce->done && ce->policy != DM_CACHE_OFF && (ce->cs.no_frame || ce->cs.io_waits))
+			note_add("- %s: %" PRIu64 " admissions found no frame to free, %" PRIu64
+					 " lookups found a fetch in progress (read remotely meanwhile).\n",
+					 name, ce->cs.no_frame, ce->cs.io_waits);
 	}
-	nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+	if (cache_mode)
+	{
+		const cell *c0 = NULL,
+				   *cc = NULL;
+
+		for (i = 0; i < ncells; i++)
+		{
+			if (!c0 && cells[i].li.have_stats)
+				c0 = &cells[i];
+			if ((!cc || cells[i].nframes > cc->nframes) && cells[i].nframes > 0)
+				cc = &cells[i];
+		}
+		if (c0)
+			note_add("- Every cell starts from a fresh bulk load of the same %" PRIu64 " keys: height %d, %" PRIu64
+					 " nodes (%" PRIu64 " leaves, %" PRIu64 " inner), %.1f MB; cache sizes are %% of those nodes, "
+					 "in frames of %u B of node (%.0f B of shared memory per frame with its header, child hints "
+					 "and share of the mapping table and cooling map).\n",
+					 n_entries, c0->li.st.height, tree_nodes(&c0->li.st), c0->li.st.nodes[0],
+					 tree_nodes(&c0->li.st) - c0->li.st.nodes[0], (double) c0->li.st.remote_bytes / 1e6,
+					 node_size, cc ? (double) cc->cache_bytes / cc->nframes : 0.0);
+		note_add("- Cache cells: per transport, workload and distribution, off first (run once: its cache size is moot), "
+				 "then for each cache size inner and dex, each on a fresh tree and a fresh, empty cache made in the parent "
+				 "before the clients fork (MAP_SHARED | MAP_ANONYMOUS, dm_cache_init); each client calls "
+				 "dm_tree_use_cache(handle, cache, 0) — one compute instance owning every key — except for off, "
+				 "which does not call it. Leaf admission probability %.3f (--leaf-admit %u), cooling map %u%% of the "
+				 "frames. Warm-up %.1f s of the cell's own workload (not measured; 'warm-up ops' counts it), then %.1f s "
+				 "measured; '1st / 2nd half' is the hit ratio over each half of that window.\n"
+				 "- Hit ratio = dm_cache_stats hits / (hits + misses) over the window: node reads that went through the "
+				 "cache (descents, scans; a writer's read of a node it locks counts when the node's level is cached). "
+				 "reads/op, B/op and atomics/op come from the transport (dm_client_counters), as in the tables below.\n"
+				 "- After each cache cell dm_tree_verify (one entry per row) and dm_tree_verify_cache (every cached node "
+				 "of an owned range identical to remote memory) ran on the tree ('checks').\n"
+				 "- zipf keys: %s.\n",
+				 leaf_admit / 1000.0, leaf_admit, cooling_pct ? cooling_pct : 10, warmup_s, duration_s,
+				 zipf_over_keys ?
+				 "--zipf-items keys: Gray's zipfian (θ = 0.99) over as many ranks as keys present, FNV-hashed onto "
+				 "them, like DEX's benchmark (mehcached_zipf over its key space, CityHash'ed onto keys)" :
+				 "YCSB's ScrambledZipfian (θ = 0.99 over 10^10 ranks, FNV-hashed onto the keys present); "
+				 "DEX's benchmark draws ranks over its key space instead (--zipf-items keys), which is more skewed");
+	}
+	note_add(
 					 "- Workloads: load = 100%% insert of new keys into the loaded tree; a = 50%% read / 50%% update; "
 					 "b = 95/5; c = 100%% read; d = 95%% read of recent keys (YCSB latest) / 5%% insert; "
-					 "e = 95%% scan of 1..100 entries / 5%% insert. Cells run in this order on one tree per transport, "
-					 "so later cells see the keys earlier ones inserted.\n"
+					 "e = 95%% scan of 1..100 entries / 5%% insert; i = 50%% read / 50%% insert (DEX's insert-intensive). %s\n"
 					 "- read = dm_tree_lookup; update = dm_tree_insert(key, new tid) + dm_tree_delete(key, old tid) "
 					 "(a PostgreSQL row update followed by VACUUM: two tree operations, where DEX/Sherman update a value in place); "
 					 "insert = dm_tree_insert of a new key; scan = dm_iter from the key.\n"
@@ -2162,11 +3201,14 @@ main(int argc, char **argv)
 					 "- CPU used by others: busy time of all CPUs (/proc/stat) during the cell minus that of the clients%s, "
 					 "as a share of all CPUs. The clients (and on tcp the memnode) want about %d CPU(s); what others take "
 					 "comes out of that, so compare throughput between cells only where this share is small.\n"
-					 "- The tree has no compute-side cache yet: every operation descends from the root.\n",
+					 "%s",
+					 cache_mode ? "Each cell runs on its own freshly loaded tree." :
+					 "Cells run in this order on one tree per transport, so later cells see the keys earlier ones inserted.",
 					 SAMPLE_CAP,
 					 started_memnode ? " and the memnode" : " (a memnode given with --memnode counts as other)",
-					 nclients);
-	nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "- Total run time %.0f s.\n",
+					 nclients,
+					 cache_mode ? "" : "- No compute-side cache (see --cache-policy): every operation descends from the root.\n");
+	note_add("- Total run time %.0f s.\n",
 					 (double) (mono_ns() - t_begin) / 1e9);
 
 	print_all(stdout, notes);

@@ -778,7 +778,7 @@ dm_cache_copy(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
 		if (v1 & 1)
 		{
 			/* a write-through or fetch takes a round trip: read remotely rather than wait long */
-			if (k > 300)
+			if (k > 64)
 				return DM_CACHE_BUSY;
 			pause_k(k);
 			continue;
