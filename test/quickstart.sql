@@ -23,3 +23,10 @@ SELECT id, amount FROM orders WHERE amount BETWEEN 5000 AND 5010 ORDER BY amount
 
 \echo 'the index agrees with the table:'
 SELECT * FROM dmindex_check('orders_amount_dm', true);
+
+\echo 'this server''s node cache (inner nodes and some leaves are now local):'
+SELECT policy, capacity_frames, frames_used, hits, misses, round(hit_ratio::numeric, 3) AS hit_ratio,
+       round_trips_avoided
+FROM dmindex_cache_stats();
+\echo 'who owns which keys of the index:'
+SELECT partition, instance, lo_value, hi_value, epoch, local FROM dmindex_partitions('orders_amount_dm');
