@@ -13,6 +13,7 @@
  */
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,10 +260,10 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 
 	if (cfg->frame_size < DM_NODE_MIN || cfg->frame_size > DM_NODE_MAX ||
 		(cfg->frame_size & (cfg->frame_size - 1)) != 0 || cfg->nframes < 16 ||
-		cfg->nframes >= DM_FRAME_NONE / 2 || cfg->policy > DM_CACHE_DEX ||
+		cfg->nframes > DM_CACHE_MAX_FRAMES || cfg->policy > DM_CACHE_DEX ||
 		cfg->leaf_admit_permille > 1000 || cp > 50)
 		return -1;
-	while (nmap < cfg->nframes * 2u)
+	while (nmap < cfg->nframes * 2u)	/* at most 2^31: no overflow */
 		nmap <<= 1;
 	memset(c, 0, sizeof(*c));
 	c->frame_size = cfg->frame_size;
@@ -301,17 +302,26 @@ uint32_t
 dm_cache_frames_for_bytes(size_t bytes, uint32_t frame_size)
 {
 	dm_cache_config cfg = {frame_size, 16, DM_CACHE_DEX, 100, 10};
-	size_t		per, base;
+	uint64_t	lo = 16,
+				hi;
 
 	if (dm_cache_shmem_size(&cfg) == 0 || bytes < dm_cache_shmem_size(&cfg))
 		return 0;
-	base = dm_cache_shmem_size(&cfg);
-	cfg.nframes = 1024;
-	per = (dm_cache_shmem_size(&cfg) - base) / (1024 - 16) + 1;
-	cfg.nframes = (uint32_t) (16 + (bytes - base) / per);
-	while (cfg.nframes > 16 && dm_cache_shmem_size(&cfg) > bytes)
-		cfg.nframes--;
-	return cfg.nframes;
+	/* the size grows with the frame count: binary search for the largest that fits */
+	hi = bytes / frame_size + 1;
+	if (hi > DM_CACHE_MAX_FRAMES)
+		hi = DM_CACHE_MAX_FRAMES;
+	while (lo < hi)
+	{
+		uint64_t	mid = lo + (hi - lo + 1) / 2;
+
+		cfg.nframes = (uint32_t) mid;
+		if (dm_cache_shmem_size(&cfg) <= bytes)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return (uint32_t) lo;
 }
 
 dm_cache *
@@ -585,6 +595,21 @@ try_evict(dm_cache *c, uint32_t f)
 	return 1;
 }
 
+/*
+ * A COOLING frame that left the cooling map without being evicted (busy
+ * when its turn came, and no room to put it back) becomes HOT again, so
+ * that sampling can cool it later: a COOLING frame outside the map could
+ * never be evicted.
+ */
+static void
+uncool(dm_cache *c, uint32_t f)
+{
+	uint32_t	st = FS_COOLING;
+
+	if (__atomic_compare_exchange_n(&FR(c, f)->state, &st, FS_HOT, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		__atomic_fetch_sub(&c->ncooling, 1, __ATOMIC_RELAXED);
+}
+
 /* Remove the parent's swizzled pointers to f (its hints naming f). */
 static void
 unswizzle(dm_cache *c, frame_hdr *h, uint32_t f)
@@ -653,8 +678,12 @@ cool_frame(dm_cache *c, uint32_t f)
 	}
 	b->slot[b->n++] = f;
 	spin_unlock(&b->lock);
-	if (victim != DM_FRAME_NONE && try_evict(c, victim))
-		return victim;
+	if (victim != DM_FRAME_NONE)
+	{
+		if (try_evict(c, victim))
+			return victim;
+		uncool(c, victim);
+	}
 	return DM_FRAME_NONE;
 }
 
@@ -713,10 +742,17 @@ evict_one(dm_cache *c)
 		/* promoted (stays out of the map) or busy: a busy one goes back to the tail */
 		if (__atomic_load_n(&FR(c, f)->state, __ATOMIC_RELAXED) == FS_COOLING)
 		{
+			int			kept = 0;
+
 			spin_lock(&b->lock);
 			if (b->n < COOL_SLOTS)
+			{
 				b->slot[b->n++] = f;
+				kept = 1;
+			}
 			spin_unlock(&b->lock);
+			if (!kept)
+				uncool(c, f);
 			return DM_FRAME_NONE;
 		}
 	}
@@ -1197,6 +1233,27 @@ dm_cache_check(dm_cache *c, char *msg, size_t msglen)
 				snprintf(msg, msglen, "cooling bucket %u names frame %u of %u", i, b->slot[s], used);
 				return -1;
 			}
+	}
+	/* a COOLING frame must be in the cooling map, or it could never be evicted */
+	{
+		uint8_t    *listed = calloc(used ? used : 1, 1);
+
+		if (listed == NULL)
+		{
+			snprintf(msg, msglen, "out of memory");
+			return -1;
+		}
+		for (uint32_t i = 0; i < c->ncool; i++)
+			for (uint32_t s = 0; s < COOLB(c, i)->n; s++)
+				listed[COOLB(c, i)->slot[s]] = 1;
+		for (uint32_t f = 0; f < used; f++)
+			if (FR(c, f)->state == FS_COOLING && !listed[f])
+			{
+				snprintf(msg, msglen, "frame %u is cooling but not in the cooling map", f);
+				free(listed);
+				return -1;
+			}
+		free(listed);
 	}
 	return 0;
 }

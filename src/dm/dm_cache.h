@@ -46,7 +46,8 @@
 typedef struct dm_cache dm_cache;
 
 #define DM_FRAME_NONE		UINT32_MAX
-#define DM_CACHE_LEVELS		8		/* statistics by level; deeper levels count in the last */
+#define DM_CACHE_LEVELS		8
+#define DM_CACHE_MAX_FRAMES	(UINT32_C(1) << 30)		/* statistics by level; deeper levels count in the last */
 
 /* What a cache admits (the policy is fixed when the cache is created). */
 typedef enum dm_cache_policy
@@ -59,7 +60,7 @@ typedef enum dm_cache_policy
 typedef struct dm_cache_config
 {
 	uint32_t	frame_size;		/* bytes of node per frame: the largest node size cached */
-	uint32_t	nframes;		/* capacity in frames (>= 16) */
+	uint32_t	nframes;		/* capacity in frames (16 .. DM_CACHE_MAX_FRAMES) */
 	dm_cache_policy policy;
 	uint32_t	leaf_admit_permille;	/* DEX: chance (0..1000) that a leaf read is admitted */
 	uint32_t	cooling_percent;	/* cooling map capacity as % of frames (1..50; 0 = 10) */

@@ -389,6 +389,8 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	 * remote-only write would race with a process writing the frame), so
 	 * a node that is not cached is admitted first.
 	 */
+	uint64_t	since = 0;
+
 	for (int k = 0;; k++)
 	{
 		int			io;
@@ -432,9 +434,19 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 				continue;
 			}
 		}
-		if (k > 200000)
-			return dm_tree_fail(t, DM_ERR_NOMEM, "no frame of the node cache could be freed for a write");
-		backoff(k < 60 ? k : 60);
+		/*
+		 * Another process is fetching the node (we must not write around
+		 * its frame), or no frame could be freed: wait, sleeping, as long as
+		 * for a remote lock.
+		 */
+		if (since == 0)
+			since = mono_ms();
+		else if (mono_ms() - since > (uint64_t) t->lock_timeout_ms)
+			return dm_tree_fail(t, DM_ERR_TIMEOUT,
+								io ? "waited %d ms for another process's fetch of node 0x%llx into the cache"
+								: "waited %d ms for a free frame of the node cache to write node 0x%llx",
+								t->lock_timeout_ms, (unsigned long long) addr);
+		backoff(k);
 	}
 	wl->frame = f;
 	if (dm_tree_own_class(t, NODE_HDR(buf)->low, NODE_HDR(buf)->high) == DM_OWN_OWNED)
