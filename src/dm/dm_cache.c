@@ -670,6 +670,14 @@ cool_frame(dm_cache *c, uint32_t f)
 	__atomic_fetch_add(&c->ncooling, 1, __ATOMIC_RELAXED);
 	b = COOLB(c, (uint32_t) (mix64(h->addr ^ h->tag) % c->ncool));
 	spin_lock(&b->lock);
+	/* a slot left from an earlier cooling (promoted since) would jump the queue */
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->slot[i] == f)
+		{
+			memmove(&b->slot[i], &b->slot[i + 1], sizeof(uint32_t) * (b->n - i - 1));
+			b->n--;			/* (its count went when it was promoted) */
+			break;
+		}
 	if (b->n == COOL_SLOTS)
 	{
 		victim = b->slot[0];
@@ -782,7 +790,9 @@ get_frame(dm_cache *c)
 	for (int attempt = 0; attempt < 64; attempt++)
 	{
 		/* keep the cooling map about half full: candidates get time for a second chance */
-		if ((uint64_t) __atomic_load_n(&c->ncooling, __ATOMIC_RELAXED) * 2 < capacity &&
+		int64_t		cooling = __atomic_load_n(&c->ncooling, __ATOMIC_RELAXED);
+
+		if ((cooling < 0 || (uint64_t) cooling * 2 < capacity) &&
 			(f = cool_some(c, c->nframes)) != DM_FRAME_NONE)
 			return f;
 		if ((f = evict_one(c)) != DM_FRAME_NONE)
@@ -926,12 +936,15 @@ dm_cache_admit_finish(dm_cache *c, uint32_t f, const void *node, uint32_t len, i
 {
 	frame_hdr  *h = FR(c, f);
 
-	memcpy(DATA(c, h), node, len);
+	memcpy(DATA(c, h), node, len < c->frame_size ? len : c->frame_size);
 	h->level = level;
 	__atomic_store_n(&h->state, FS_HOT, __ATOMIC_RELEASE);
 	COUNT(c, admissions, 1);
-	if (parent != DM_FRAME_NONE && parent != f)
+	if (parent < c->nframes && parent != f)
+	{
+		h->parent = parent;
 		dm_cache_set_hint(c, parent, slot, f);
+	}
 	if (!keep_locked)
 		frame_unlock(h);
 }
@@ -970,7 +983,7 @@ dm_cache_lock(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr, void *buf, u
 	frame_hdr  *h;
 	uint32_t	st;
 
-	if (f >= c->nframes)
+	if (f >= c->nframes || len > c->frame_size)
 		return DM_CACHE_GONE;
 	h = FR(c, f);
 	frame_lock(h);
@@ -1002,7 +1015,7 @@ dm_cache_unlock(dm_cache *c, uint32_t f, const void *node, uint32_t len)
 
 	if (node)
 	{
-		memcpy(DATA(c, h), node, len);
+		memcpy(DATA(c, h), node, len < c->frame_size ? len : c->frame_size);
 		/* entries may have moved: the hints' slots no longer match */
 		if (h->level > 0)
 			clear_hints(c, h);

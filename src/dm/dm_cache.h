@@ -46,7 +46,7 @@
 typedef struct dm_cache dm_cache;
 
 #define DM_FRAME_NONE		UINT32_MAX
-#define DM_CACHE_LEVELS		8
+#define DM_CACHE_LEVELS		8		/* statistics by level; deeper levels count in the last */
 #define DM_CACHE_MAX_FRAMES	(UINT32_C(1) << 30)		/* statistics by level; deeper levels count in the last */
 
 /* What a cache admits (the policy is fixed when the cache is created). */
