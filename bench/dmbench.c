@@ -274,6 +274,7 @@ typedef struct child_result
 typedef struct shared_hdr
 {
 	uint64_t	next_ord;		/* next key ordinal to insert (FAA) */
+	uint32_t	warm_stop;		/* set by the parent: warm-up may end (after warmup_s) */
 	uint64_t	tid_seq[MAX_CLIENTS];	/* per client index: fresh-tid sequence */
 	child_result res[MAX_CLIENTS];
 } shared_hdr;
@@ -299,6 +300,8 @@ static int	nclients = 2;
 static uint64_t n_entries = 1000000;
 static double duration_s = 10.0;
 static double warmup_s = -1;	/* < 0: derived from the duration */
+static double warmup_max_s = -1;	/* with a cache: longest warm-up (< 0: derived) */
+static double warmup_stable = 0.005;	/* hit ratio change per second that counts as steady */
 static int	workload_list[NWORKLOADS];
 static int	nworkload_list;
 static int	dist_uniform = 1,
@@ -715,7 +718,8 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	uint64_t	t_start,
 				t_end,
 				t_now,
-				warm_end,
+				warm_min,
+				warm_max,
 				nseen[K_COUNT] = {0};
 	const char *what = "";
 	char		ch;
@@ -770,7 +774,9 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	 * Warm-up with the cell's own mix: page faults of the shm mapping, the
 	 * memnode threads' first wakeups, CPU caches, allocator state.
 	 */
-	warm_end = mono_ns() + (uint64_t) (warmup_s * 1e9);
+	/* at least warmup_s; then until the parent says the cache is steady, or warmup_max_s */
+	warm_min = mono_ns() + (uint64_t) (warmup_s * 1e9);
+	warm_max = mono_ns() + (uint64_t) ((warmup_max_s > warmup_s ? warmup_max_s : warmup_s) * 1e9);
 	do
 	{
 		int			k = pick_kind(&w);
@@ -787,7 +793,9 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 			_exit(1);
 		}
 		r->warm_ops++;
-	} while (mono_ns() < warm_end);
+		t_now = mono_ns();
+	} while (t_now < warm_min ||
+			 (t_now < warm_max && !__atomic_load_n(&sh->warm_stop, __ATOMIC_ACQUIRE)));
 	memset(&w.anom, 0, sizeof(w.anom));
 	w.scanned = 0;
 
@@ -986,6 +994,8 @@ typedef struct cell
 	uint64_t	nkeys;			/* ordinals at the start */
 	double		others_cpu;		/* share of all CPUs other processes used, -1 unknown */
 	uint64_t	warm_ops;		/* warm-up operations, all clients */
+	double		warm_s;			/* warm-up length (from fork to all clients ready) */
+	int			warm_steady;	/* the hit ratio settled before warmup_max_s */
 
 	/* cache cells (cache_mode) */
 	int			policy;			/* DM_CACHE_OFF / INNER / DEX */
@@ -1185,8 +1195,13 @@ run_cell(cell *ce)
 				m1;
 	dm_cache_stats cs0,
 				csm,
-				cs1;
+				cs1,
+				ws_prev;
 	int			have_mid = 0;
+	uint64_t	t_fork,
+				t_sample;
+	double		hr = -1,
+				hr_prev = -1;
 
 	ce->others_cpu = -1;
 	ce->hit_half[0] = ce->hit_half[1] = -1;
@@ -1203,8 +1218,13 @@ run_cell(cell *ce)
 	if (ce->dist == DIST_ZIPF && zipf_over_keys && ce->nkeys >= 2 && scrambled_zipf.n != ce->nkeys)
 		zipf_set(&scrambled_zipf, ce->nkeys, ZIPF_THETA, zeta_add(0, ce->nkeys, ZIPF_THETA, 0));
 	memset(sh->res, 0, sizeof(sh->res));
+	/* without a cache the warm-up is warmup_s; with one it may go on until steady */
+	sh->warm_stop = cur_cache ? 0 : 1;
+	if (cur_cache)
+		dm_cache_stats_get(cur_cache, &ws_prev);
 	fflush(stdout);
 	fflush(stderr);
+	t_fork = t_sample = mono_ns();
 	for (i = 0; i < nclients; i++)
 	{
 		pids[i] = fork();
@@ -1234,17 +1254,45 @@ run_cell(cell *ce)
 	 * Wait for every client to be connected and warm.  A client that fails
 	 * closes its end without writing, so EOF means someone failed.
 	 */
-	deadline = mono_ns() + (uint64_t) (warmup_s * 1e9) + UINT64_C(60000000000);
+	deadline = t_fork + (uint64_t) ((warmup_max_s > warmup_s ? warmup_max_s : warmup_s) * 1e9) +
+		UINT64_C(60000000000);
 	while (nready < nclients)
 	{
 		struct pollfd p = {.fd = ready[0],.events = POLLIN};
 		uint64_t	now = mono_ns();
 		char		buf[MAX_CLIENTS];
 		ssize_t		n;
+		int			pr;
 
 		if (now >= deadline)
 			break;
-		if (poll(&p, 1, (int) ((deadline - now) / 1000000) + 1) <= 0)
+
+		/*
+		 * Steady state: with a cache, the warm-up goes on (past warmup_s)
+		 * until the hit ratio of one second differs from that of the second
+		 * before by less than warmup_stable (or warmup_max_s is reached).
+		 */
+		if (cur_cache && !sh->warm_stop && now >= t_sample + UINT64_C(1000000000))
+		{
+			dm_cache_stats cur,
+						d;
+
+			dm_cache_stats_get(cur_cache, &cur);
+			d = cur;
+			cache_stats_sub(&d, &ws_prev);
+			hr = hit_ratio(&d, -1);
+			if (now >= t_fork + (uint64_t) (warmup_s * 1e9) && hr >= 0 && hr_prev >= 0 &&
+				fabs(hr - hr_prev) < warmup_stable)
+			{
+				__atomic_store_n(&sh->warm_stop, 1, __ATOMIC_RELEASE);
+				ce->warm_steady = 1;
+			}
+			hr_prev = hr;
+			ws_prev = cur;
+			t_sample = now;
+		}
+		pr = poll(&p, 1, cur_cache && !sh->warm_stop ? 100 : (int) ((deadline - now) / 1000000) + 1);
+		if (pr <= 0)
 			continue;
 		n = read(ready[0], buf, sizeof(buf));
 		if (n <= 0)
@@ -1252,6 +1300,7 @@ run_cell(cell *ce)
 		nready += (int) n;
 	}
 	close(ready[0]);
+	ce->warm_s = (double) (mono_ns() - t_fork) / 1e9;
 	if (nready < nclients)
 	{
 		usleep(100000);			/* let a failing child finish its message */
@@ -1801,8 +1850,9 @@ run_cache_cell(int tr, const workload *wl, int dist, int policy, double pct)
 				ce->ops_per_s, p50, p99, per(ce->ctr.ops[DM_OP_READ], ce->ops),
 				per(ce->ctr.bytes_read + ce->ctr.bytes_written, ce->ops));
 		if (policy != DM_CACHE_OFF)
-			fprintf(stderr, ", hit ratio %.3f (halves %.3f / %.3f), %u frames",
-					hit_ratio(&ce->cs, -1), ce->hit_half[0], ce->hit_half[1], ce->nframes);
+			fprintf(stderr, ", hit ratio %.3f (halves %.3f / %.3f), %u frames, warm-up %.1f s%s",
+					hit_ratio(&ce->cs, -1), ce->hit_half[0], ce->hit_half[1], ce->nframes,
+					ce->warm_s, ce->warm_steady ? "" : " (max)");
 	}
 	else
 	{
@@ -2239,7 +2289,7 @@ print_cache_table(FILE *f)
 			"round trips/op | reads/op | writes/op | atomics/op | B read/op | B written/op | "
 			"cache hits/op | hit ratio | 1st / 2nd half | leaf hit ratio | inner hit ratio | "
 			"admissions/op | leaf admissions skipped/op | evictions/op | no frame/op | "
-			"frames used at end (inner + leaf) | warm-up ops | tree MB load → end | checks | CPU used by others |\n");
+			"frames used at end (inner + leaf) | warm-up | tree MB load → end | checks | CPU used by others |\n");
 	fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 			"---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
 	for (i = 0; i < ncells; i++)
@@ -2256,7 +2306,8 @@ print_cache_table(FILE *f)
 					lh[32],
 					ih[32],
 					chk[160],
-					tmb[64] = "?";
+					tmb[64] = "?",
+					wu[64];
 		int			cached = ce->policy != DM_CACHE_OFF;
 		uint64_t	inner_used = 0;
 		int			l;
@@ -2272,6 +2323,8 @@ print_cache_table(FILE *f)
 		fmt_us(p99, sizeof(p99), ce->p99_ns);
 		if (ce->others_cpu >= 0)
 			snprintf(oth, sizeof(oth), "%.0f%%", 100 * ce->others_cpu);
+		snprintf(wu, sizeof(wu), "%.1f s%s, %.2fM ops", ce->warm_s,
+				 cached && !ce->warm_steady ? " (max)" : "", (double) ce->warm_ops / 1e6);
 		fmt_hit(h, sizeof(h), cached ? hit_ratio(&ce->cs, -1) : -1);
 		fmt_hit(h1, sizeof(h1), cached ? ce->hit_half[0] : -1);
 		fmt_hit(h2, sizeof(h2), cached ? ce->hit_half[1] : -1);
@@ -2295,7 +2348,7 @@ print_cache_table(FILE *f)
 					 (double) ce->ei.st.remote_bytes / 1e6);
 		if (cached)
 			fprintf(f, "| %s | %s | %s | %s | %u | %.1f | %.0f | %s | %s | %.2f | %.3f | %.3f | %.3f | %.0f | %.0f | "
-					"%.3f | %s | %s / %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %" PRIu64 " + %" PRIu64 " | %" PRIu64 " | %s | %s | %s |\n",
+					"%.3f | %s | %s / %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %" PRIu64 " + %" PRIu64 " | %s | %s | %s | %s |\n",
 					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
 					cache_label(ce, lbl, sizeof(lbl)), ce->nframes, (double) ce->cache_bytes / 1048576.0,
 					ce->ops_per_s, p50, p99, per(ce->ctr.round_trips, n),
@@ -2303,16 +2356,16 @@ print_cache_table(FILE *f)
 					per(atomics_of(&ce->ctr), n), per(ce->ctr.bytes_read, n), per(ce->ctr.bytes_written, n),
 					per(cache_sum(ce->cs.hits), n), h, h1, h2, lh, ih,
 					per(ce->cs.admissions, n), per(ce->cs.admit_skipped, n), per(ce->cs.evictions, n),
-					per(ce->cs.no_frame, n), inner_used, ce->cs_end.frames_used[0], ce->warm_ops,
+					per(ce->cs.no_frame, n), inner_used, ce->cs_end.frames_used[0], wu,
 					tmb, chk, oth);
 		else
 			fprintf(f, "| %s | %s | %s | off | — | — | %.0f | %s | %s | %.2f | %.3f | %.3f | %.3f | %.0f | %.0f | "
-					"— | — | — | — | — | — | — | — | — | — | %" PRIu64 " | %s | %s | %s |\n",
+					"— | — | — | — | — | — | — | — | — | — | %s | %s | %s | %s |\n",
 					ce->wl->name, dist_names[ce->dist], transport_names[ce->transport],
 					ce->ops_per_s, p50, p99, per(ce->ctr.round_trips, n),
 					per(ce->ctr.ops[DM_OP_READ], n), per(ce->ctr.ops[DM_OP_WRITE], n),
 					per(atomics_of(&ce->ctr), n), per(ce->ctr.bytes_read, n), per(ce->ctr.bytes_written, n),
-					ce->warm_ops, tmb, chk, oth);
+					wu, tmb, chk, oth);
 	}
 }
 
@@ -2424,6 +2477,9 @@ usage(FILE *f)
 			"  --node-size N         tree node size, 256..4096 (default 1024)\n"
 			"  --duration SEC        measured seconds per cell (default 10)\n"
 			"  --warmup SEC          warm-up per cell (default duration/10, 0.2..2 s; 3 s with --cache-policy)\n"
+			"  --warmup-max SEC      with a cache, warm up past --warmup until the hit ratio of a second moves\n"
+			"                        less than --warmup-stable from the second before, but at most this (default 15)\n"
+			"  --warmup-stable PP    that threshold in percentage points (default 0.5)\n"
 			"  --workloads LIST      of load,a,b,c,d,e,i (default load,a,b,c,d,e, in that order;\n"
 			"                        i = 50%% read / 50%% insert, DEX's insert-intensive)\n"
 			"  --dist uniform|zipf|both   key choice of a, b, c, e (default both)\n"
@@ -2695,6 +2751,19 @@ main(int argc, char **argv)
 			warmup_s = parse_seconds(a, argv[++i]);
 			warmup_given = 1;
 		}
+		else if (strcmp(a, "--warmup-max") == 0 && v)
+			warmup_max_s = parse_seconds(a, argv[++i]);
+		else if (strcmp(a, "--warmup-stable") == 0 && v)
+		{
+			char	   *end;
+
+			warmup_stable = strtod(argv[++i], &end) / 100.0;
+			if (*end || !(warmup_stable > 0) || warmup_stable > 1)
+			{
+				fprintf(stderr, "dmbench: bad --warmup-stable %s (percentage points, > 0)\n", v);
+				return 2;
+			}
+		}
 		else if (strcmp(a, "--cache-policy") == 0 && v)
 		{
 			ncache_policies = 0;
@@ -2822,6 +2891,8 @@ main(int argc, char **argv)
 	}
 	if (cache_mode && !warmup_given)
 		warmup_s = 3;
+	if (warmup_max_s < 0)
+		warmup_max_s = cache_mode ? 15 : 0;
 	if (warmup_s < 0)
 	{
 		warmup_s = duration_s / 10;
@@ -3163,15 +3234,20 @@ main(int argc, char **argv)
 				 "before the clients fork (MAP_SHARED | MAP_ANONYMOUS, dm_cache_init); each client calls "
 				 "dm_tree_use_cache(handle, cache, 0) — one compute instance owning every key — except for off, "
 				 "which does not call it. Leaf admission probability %.3f (--leaf-admit %u), cooling map %u%% of the "
-				 "frames. Warm-up %.1f s of the cell's own workload (not measured; 'warm-up ops' counts it), then %.1f s "
+				 "frames. Warm-up with the cell's own workload (not measured): %.1f s, and with a cache on until the hit ratio "
+				 "of one second differs by less than %.1f percentage points from the second before, at most %.1f s "
+				 "('warm-up' gives its length, '(max)' when it never settled, and the clients' operations); then %.1f s "
 				 "measured; '1st / 2nd half' is the hit ratio over each half of that window.\n"
 				 "- Hit ratio = dm_cache_stats hits / (hits + misses) over the window: node reads that went through the "
-				 "cache (descents, scans; a writer's read of a node it locks counts when the node's level is cached). "
+				 "cache (descents, scans). A writer locking a node of a cached level counts a miss when it has to admit "
+				 "the node (admitted always, whatever --leaf-admit says) but no hit when the node is in a frame "
+				 "(dm_cache_lock counts nothing), so for workloads with writes under dex the ratio is a lower bound. "
 				 "reads/op, B/op and atomics/op come from the transport (dm_client_counters), as in the tables below.\n"
 				 "- After each cache cell dm_tree_verify (one entry per row) and dm_tree_verify_cache (every cached node "
 				 "of an owned range identical to remote memory) ran on the tree ('checks').\n"
 				 "- zipf keys: %s.\n",
-				 leaf_admit / 1000.0, leaf_admit, cooling_pct ? cooling_pct : 10, warmup_s, duration_s,
+				 leaf_admit / 1000.0, leaf_admit, cooling_pct ? cooling_pct : 10, warmup_s,
+				 100 * warmup_stable, warmup_max_s, duration_s,
 				 zipf_over_keys ?
 				 "--zipf-items keys: Gray's zipfian (θ = 0.99) over as many ranks as keys present, FNV-hashed onto "
 				 "them, like DEX's benchmark (mehcached_zipf over its key space, CityHash'ed onto keys)" :
