@@ -13,6 +13,10 @@
 # Arguments are passed to dmbench after the defaults (later options win, e.g.
 # --duration 10 or --transport shm) and recorded in the command line.
 # DMBENCH_QUICK=1 runs the --quick smoke configuration instead.
+#
+# These cells run without the compute-side node cache; bench/run-cache-bench.sh
+# runs dmbench's cache cells (--cache-policy off,inner,dex; DEX's workloads at
+# several cache sizes) into bench/results/cache-YYYY-MM-DD.md.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
