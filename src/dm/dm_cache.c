@@ -889,6 +889,13 @@ dm_cache_set_hint(dm_cache *c, uint32_t parent, int slot, uint32_t child)
 }
 
 void
+dm_cache_count_hit(dm_cache *c, int level, uint32_t bytes)
+{
+	COUNT(c, hits[lvl_index(level)], 1);
+	COUNT(c, bytes_avoided, bytes);
+}
+
+void
 dm_cache_count_miss(dm_cache *c, int level)
 {
 	COUNT(c, misses[lvl_index(level)], 1);

@@ -206,6 +206,8 @@ typedef struct dm_cache_stats
 
 extern void dm_cache_stats_get(dm_cache *c, dm_cache_stats *st);
 extern void dm_cache_stats_reset(dm_cache *c);
+/* Counted by the tree code: a node of this level found in the cache by a writer (bytes not read). */
+extern void dm_cache_count_hit(dm_cache *c, int level, uint32_t bytes);
 /* Counted by the tree code: a node of this level read remotely. */
 extern void dm_cache_count_miss(dm_cache *c, int level);
 /* Counted by the tree code: a write that needed no remote lock (saves a CAS round trip and the unlock). */

@@ -390,6 +390,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	 * a node that is not cached is admitted first.
 	 */
 	uint64_t	since = 0;
+	int			from_frame = 0;
 
 	for (int k = 0;; k++)
 	{
@@ -400,7 +401,10 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 		if (f != DM_FRAME_NONE)
 		{
 			if (dm_cache_lock(c, f, t->ctag, addr, buf, t->node_size) == 0)
+			{
+				from_frame = 1;
 				break;
+			}
 			hint = DM_FRAME_NONE;
 			continue;
 		}
@@ -451,6 +455,9 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	wl->frame = f;
 	if (dm_tree_own_class(t, NODE_HDR(buf)->low, NODE_HDR(buf)->high) == DM_OWN_OWNED)
 	{
+		/* the frame's copy is current for an owned node: no remote read at all */
+		if (from_frame)
+			dm_cache_count_hit(c, NODE_HDR(buf)->level, t->node_size);
 		wl->remote = 0;
 		return DM_OK;
 	}
