@@ -79,7 +79,7 @@ for transport in shm tcp; do
     for cache in $CACHES; do
         mapfile -t conf < <(cache_conf "$cache")
         restart_pg "$WORK/pg" "${conf[@]}"
-        RES[cachecfg_$cache]="${conf[*]}"
+        RES[cachecfg_${transport}_$cache]="${conf[*]}"
         # warm-up: the same mix, unmeasured (the cache fills; the table's pages are read)
         for script in point range orderlimit; do
             as_user env PGOPTIONS="-c dmindex.transport=$transport" "$PG_BIN/pgbench" -n -h "$WORK/pg" -p "$PG_PORT" \
@@ -129,7 +129,7 @@ stats=$(psql_ -At -c "SELECT format('height %s, %s leaves, %s entries, fill %s, 
     echo "|---|---|---|---|"
     for transport in shm tcp; do
         for cache in $CACHES; do
-            echo "| $transport | $cache | \`${RES[cachecfg_$cache]}\` | ${RES[cache_${transport}_$cache]} |"
+            echo "| $transport | $cache | \`${RES[cachecfg_${transport}_$cache]}\` | ${RES[cache_${transport}_$cache]} |"
         done
     done
     echo
