@@ -79,16 +79,6 @@ static int	g_scale = 100;
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-static void
-seed_stream(const char *label, int idx)
-{
-	uint64_t	h = g_seed * UINT64_C(0x100000001B3) + (uint64_t) idx;
-
-	for (const char *p = label; *p; p++)
-		h = (h ^ (uint8_t) *p) * UINT64_C(0x100000001B3);
-	rng = h;
-}
-
 static int
 scaled(int n)
 {
@@ -900,30 +890,6 @@ start_barrier(void)
 	return write(g_ready_fd, &x, 1) == 1 && read(g_go_fd, &x, 1) == 0 ? 0 : -1;
 }
 
-/* Wait for pid until the deadline; kill it then.  The exit code, or 100 + signal. */
-static int
-wait_pid_deadline(pid_t pid, uint64_t deadline)
-{
-	int			st;
-
-	for (;;)
-	{
-		pid_t		p = waitpid(pid, &st, WNOHANG);
-
-		if (p == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
-		if (p < 0 && errno != EINTR)
-			return 99;
-		if (now_ns() > deadline)
-		{
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return 100 + SIGKILL;
-		}
-		usleep(2000);			/* reaping by polling: not synchronisation */
-	}
-}
-
 typedef int (*child_fn) (int idx, void *arg);
 
 /*
@@ -1051,7 +1017,7 @@ writer_child(const workcfg *w, int idx)
 	opctx		o = {0};
 	char		why[1024] = "";
 
-	seed_stream(w->label, idx);
+	rng_seed_label(g_seed, w->label, idx);
 	if ((t = child_attach(w, idx, &c)) == NULL)
 		return 1;
 	o.t = t;
@@ -1094,7 +1060,7 @@ scanner_child(const workcfg *w, int idx)
 	expect		x = {w->stable, NULL, NULL, 0};
 	char		why[1024] = "";
 
-	seed_stream(w->label, idx);
+	rng_seed_label(g_seed, w->label, idx);
 	if ((t = child_attach(w, idx, &c)) == NULL)
 		return 1;
 	while (!rep->failed && (rep->scans < 4 || !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)))
@@ -1227,7 +1193,7 @@ group1_one(const transport *tr, const policy_cfg *pc)
 	};
 
 	snprintf(label, sizeof(label), "g1 %s %s/%u", tr->name, pc->name, pc->nframes);
-	seed_stream(label, 0);
+	rng_seed_label(g_seed, label, 0);
 	if (!shcache_new(&sc, pc->policy, pc->nframes, pc->permille))
 		return;
 	dm_tree_name_named(&tn, label);

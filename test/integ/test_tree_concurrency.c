@@ -578,31 +578,6 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 
 /* ---- the scenario --------------------------------------------------------------------- */
 
-/* Wait for pid until the deadline; kill it then.  Returns the exit code, or 100 + signal. */
-static int
-wait_pid_deadline(pid_t pid, uint64_t deadline)
-{
-	int			st;
-
-	for (;;)
-	{
-		pid_t		p = waitpid(pid, &st, WNOHANG);
-
-		if (p == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
-		if (p < 0 && errno != EINTR)
-			return 99;
-		if (now_ns() > deadline)
-		{
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return 100 + SIGKILL;
-		}
-		/* reaping needs polling (no pidfd on every kernel); this is not synchronisation */
-		usleep(2000);
-	}
-}
-
 static void
 run_scenario(const tcfg *cf)
 {

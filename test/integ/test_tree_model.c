@@ -75,17 +75,6 @@ static uint64_t g_seed = 1;
 static int	g_scale = 100;		/* percent */
 
 
-/* Seed the stream of one section: reproducible independently of the others. */
-static void
-seed_section(const char *label)
-{
-	uint64_t	h = g_seed * UINT64_C(0x100000001B3);
-
-	for (const char *p = label; *p; p++)
-		h = (h ^ (uint8_t) *p) * UINT64_C(0x100000001B3);
-	rng = h;
-}
-
 static int
 scaled(int n)
 {
@@ -1052,7 +1041,7 @@ run_model(const tcfg *cf, uint32_t ns)
 				(cf->backend == DM_BACKEND_SHM ? 4 : 1);	/* shm is ~50x faster: more ops */
 
 	snprintf(label, sizeof(label), "model %s ns=%u", cf->name, ns);
-	seed_section(label);
+	rng_seed_label(g_seed, label, 0);
 	failmsg[0] = '\0';
 	oplog_n = 0;
 	if (!CHECK(c != NULL, "%s: client connects", label))
@@ -1178,7 +1167,7 @@ run_bulk(const tcfg *cf, uint32_t ns, int ff, size_t n)
 	int			rc;
 
 	snprintf(label, sizeof(label), "bulk %s ns=%u ff=%d n=%zu", cf->name, ns, ff, n);
-	seed_section(label);
+	rng_seed_label(g_seed, label, 0);
 	failmsg[0] = '\0';
 	oplog_n = 0;
 	if (!CHECK(c != NULL, "%s: client connects", label))
@@ -1266,7 +1255,7 @@ run_errors(const tcfg *cf)
 	static const uint32_t good_sizes[] = {0, 256, 512, 2048, 4096};
 	dm_entry	ents[8];
 
-	seed_section("errors");
+	rng_seed_label(g_seed, "errors", 0);
 	if (!CHECK(c != NULL, "errors: client connects"))
 		return;
 	c0 = chunks_used(c);
@@ -1800,7 +1789,7 @@ run_corrupt(const tcfg *cf)
 				levels = 0,
 				changed;
 
-	seed_section(cf->name);
+	rng_seed_label(g_seed, cf->name, 0);
 	if (!CHECK(c != NULL, "corrupt %s: client connects", cf->name))
 		return;
 	c0 = chunks_used(c);
@@ -1937,7 +1926,7 @@ run_nospace(const tcfg *cf)
 	int			rc = DM_OK,
 				existed;
 
-	seed_section("nospace");
+	rng_seed_label(g_seed, "nospace", 0);
 	failmsg[0] = '\0';
 	if (!CHECK(c != NULL, "nospace %s: client connects to the 16 MiB memnode", cf->name))
 		return;

@@ -172,3 +172,14 @@ rnd_below(uint64_t n)
 {
 	return n ? rnd() % n : 0;
 }
+
+void
+rng_seed_label(uint64_t seed, const char *label, uint64_t idx)
+{
+	uint64_t	h = seed * UINT64_C(0x100000001B3) + idx;
+
+	/* FNV-1a over the label: each section's stream is independent of the others */
+	for (const char *p = label; *p; p++)
+		h = (h ^ (uint8_t) *p) * UINT64_C(0x100000001B3);
+	rng = h;
+}

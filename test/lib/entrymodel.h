@@ -36,6 +36,8 @@ extern int	in_range(const dm_range *r, dm_entry e);
 extern uint64_t rng;
 extern uint64_t rnd(void);
 extern uint64_t rnd_below(uint64_t n);	/* 0 when n is 0 */
+/* Seed rng for one named stream (a test section, a process idx of it) from a run seed. */
+extern void rng_seed_label(uint64_t seed, const char *label, uint64_t idx);
 
 /* "(key,tid)", "(NULL,tid)", "(INF)"; "[lo .. hi) forward"; rotating static buffers. */
 extern const char *E(dm_entry e);

@@ -434,3 +434,27 @@ memnode_stop(memnode_proc *mp, int sig)
 	mp->pid = 0;
 	return status;
 }
+
+int
+wait_pid_deadline(pid_t pid, uint64_t deadline)
+{
+	int			st;
+
+	for (;;)
+	{
+		pid_t		p = waitpid(pid, &st, WNOHANG);
+
+		if (p == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+		if (p < 0 && errno != EINTR)
+			return 99;
+		if (now_ns() > deadline)
+		{
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return 100 + SIGKILL;
+		}
+		/* reaping needs polling (no pidfd on every kernel); this is not synchronisation */
+		usleep(2000);
+	}
+}

@@ -47,4 +47,10 @@ extern int	memnode_stop(memnode_proc *mp, int sig);
 /* Monotonic clock in nanoseconds. */
 extern uint64_t now_ns(void);
 
+/*
+ * Wait for child pid until deadline (now_ns() scale); kill it (SIGKILL)
+ * then.  Its exit code, 100 + the signal that ended it, or 99 on error.
+ */
+extern int	wait_pid_deadline(pid_t pid, uint64_t deadline);
+
 #endif
