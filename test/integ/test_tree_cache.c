@@ -2094,15 +2094,10 @@ main(void)
 		{'5', "partition maps", group5},
 		{'6', "bulk load with a cache", group6},
 	};
-	const char *s,
-			   *only = getenv("TREE_GROUPS");
+	const char *only = getenv("TREE_GROUPS");
 	uint64_t	t0 = now_ns();
 
-	if ((s = getenv("TREE_SEED")) && *s)
-		g_seed = strtoull(s, NULL, 0);
-	if ((s = getenv("TREE_SCALE")) && *s && atoi(s) > 0)
-		g_scale = atoi(s);
-	tap_diag("TREE_SEED=%" PRIu64 " TREE_SCALE=%d", g_seed, g_scale);
+	tree_test_env(&g_seed, &g_scale);
 
 	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)

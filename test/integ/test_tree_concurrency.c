@@ -778,13 +778,8 @@ int
 main(void)
 {
 	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M", NULL};
-	const char *s;
 
-	if ((s = getenv("TREE_SEED")) && *s)
-		g_seed = strtoull(s, NULL, 0);
-	if ((s = getenv("TREE_SCALE")) && *s && atoi(s) > 0)
-		g_scale = atoi(s);
-	tap_diag("TREE_SEED=%" PRIu64 " TREE_SCALE=%d", g_seed, g_scale);
+	tree_test_env(&g_seed, &g_scale);
 
 	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)

@@ -2175,15 +2175,10 @@ main(void)
 	const char *const args[] = {"--id", "1", "--shm", "--size", "512M", "--chunk-size", "1M", NULL};
 	const char *const args_small[] = {"--id", "2", "--shm", "--size", "16M", "--chunk-size", "1M",
 	"--catalog-size", "16", NULL};
-	const char *s;
 	uint64_t	t0 = now_ns();
 	const char *only = getenv("TREE_BACKEND");	/* "tcp" or "shm": run only that one */
 
-	if ((s = getenv("TREE_SEED")) && *s)
-		g_seed = strtoull(s, NULL, 0);
-	if ((s = getenv("TREE_SCALE")) && *s && atoi(s) > 0)
-		g_scale = atoi(s);
-	tap_diag("TREE_SEED=%" PRIu64 " TREE_SCALE=%d", g_seed, g_scale);
+	tree_test_env(&g_seed, &g_scale);
 
 	if (memnode_start(&mn, 0, args) != 0 || memnode_start(&mn_small, 0, args_small) != 0)
 	{

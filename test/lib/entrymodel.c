@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "entrymodel.h"
+#include "testutil.h"
 
 const char *
 E(dm_entry e)
@@ -182,4 +183,16 @@ rng_seed_label(uint64_t seed, const char *label, uint64_t idx)
 	for (const char *p = label; *p; p++)
 		h = (h ^ (uint8_t) *p) * UINT64_C(0x100000001B3);
 	rng = h;
+}
+
+void
+tree_test_env(uint64_t *seed, int *scale)
+{
+	const char *s;
+
+	if ((s = getenv("TREE_SEED")) && *s)
+		*seed = strtoull(s, NULL, 0);
+	if ((s = getenv("TREE_SCALE")) && *s && atoi(s) > 0)
+		*scale = atoi(s);
+	tap_diag("TREE_SEED=%" PRIu64 " TREE_SCALE=%d", *seed, *scale);
 }

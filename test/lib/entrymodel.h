@@ -36,6 +36,8 @@ extern int	in_range(const dm_range *r, dm_entry e);
 extern uint64_t rng;
 extern uint64_t rnd(void);
 extern uint64_t rnd_below(uint64_t n);	/* 0 when n is 0 */
+/* The tree tests' knobs: TREE_SEED (run seed, default 1) and TREE_SCALE (percent of the operations, default 100); reported with tap_diag. */
+extern void tree_test_env(uint64_t *seed, int *scale);
 /* Seed rng for one named stream (a test section, a process idx of it) from a run seed. */
 extern void rng_seed_label(uint64_t seed, const char *label, uint64_t idx);
 
