@@ -40,6 +40,7 @@ typedef struct PendingIndex
 	int			n;
 	int			cap;
 	bool		sorted;
+	bool		owns_all;		/* this server owns every key: no per-row check */
 } PendingIndex;
 
 int			dmindex_insert_buffer = 10000;
@@ -227,6 +228,9 @@ pending_for(Relation index, bool create)
 		p->entries = MemoryContextAlloc(TopTransactionContext, sizeof(dm_entry) * p->cap);
 		p->nest = MemoryContextAlloc(TopTransactionContext, sizeof(int) * p->cap);
 		p->sorted = true;
+		/* the partition map is read when the tree handle is opened (may raise an error) */
+		p->owns_all = false;
+		p->owns_all = dm_tree_owns_all(dmindex_open_tree(index));
 	}
 	if (p && p->relfilenode != index->rd_node.relNode)
 	{
@@ -234,6 +238,7 @@ pending_for(Relation index, bool create)
 		pending_total -= p->n;
 		p->n = 0;
 		p->relfilenode = index->rd_node.relNode;
+		p->owns_all = false;	/* a new tree: check every row */
 	}
 	return p;
 }
@@ -253,7 +258,7 @@ dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	}
 	p->entries[p->n] = dmindex_make_entry(index, values[0], isnull[0], ht_ctid);
 	/* a key another instance owns fails now, not at commit */
-	if (!dm_tree_owns_key(dmindex_open_tree(index), p->entries[p->n].key))
+	if (!p->owns_all && !dm_tree_owns_key(dmindex_open_tree(index), p->entries[p->n].key))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot write a key of index \"%s\" that this server does not own",

@@ -277,6 +277,8 @@ extern int	dm_tree_partitions_refresh(dm_tree *t);
 extern int	dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen);
 /* Whether this handle's instance owns key (NULLs: key UINT64_MAX). */
 extern int	dm_tree_owns_key(const dm_tree *t, uint64_t key);
+/* Whether it owns every key (the default map, for instance 0). */
+extern int	dm_tree_owns_all(const dm_tree *t);
 
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters

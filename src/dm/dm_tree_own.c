@@ -222,6 +222,14 @@ dm_tree_owns_key(const dm_tree *t, uint64_t key)
 }
 
 int
+dm_tree_owns_all(const dm_tree *t)
+{
+	return !t->own_enforce ||
+		(t->nown == 1 && dm_entry_cmp(t->own_lo[0], DM_ENTRY_MIN) == 0 &&
+		 dm_entry_cmp(t->own_hi[0], DM_ENTRY_INF) == 0);
+}
+
+int
 dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high)
 {
 	int			touches = 0;
