@@ -53,6 +53,7 @@ section_args() {
 	leaf) echo "--transport shm --cache-policy off,dex ${key[*]} --leaf-admit 1000 |--transport shm --cache-policy dex ${key[*]} --leaf-admit 300 |--transport shm --cache-policy dex ${key[*]} --leaf-admit 30" ;;
 	cooling) echo "--transport shm --cache-policy dex ${key[*]} --cooling-pct 30" ;;
 	zipfkeys) echo "--transport shm --cache-policy off,inner,dex --workloads c --dist zipf --cache-pct 8,32 --zipf-items keys --oracle |--transport shm --cache-policy dex --workloads c --dist zipf --cache-pct 32 --oracle" ;;
+	big) echo "--transport shm --cache-policy off,dex --workloads c --dist zipf --cache-pct 8 --entries 10M --region-size 4G --zipf-items keys --oracle |--transport shm --cache-policy dex --workloads c --dist zipf --cache-pct 8 --entries 10M --region-size 4G --oracle" ;;
 	*) return 1 ;;
 	esac
 }
@@ -64,6 +65,7 @@ section_title() {
 	leaf) echo "The key cell with other leaf admission probabilities (DEX's default 0.1 is in main)" ;;
 	cooling) echo "The key cell with a larger cooling map (30% of the frames; default 10%, as DEX)" ;;
 	zipfkeys) echo "DEX's key distribution (zipf ranks over the keys) and DEX's per-server cache share (32%)" ;;
+	big) echo "The key cell on a 5x larger tree (10M keys), DEX's and YCSB's zipf (not in the default sections)" ;;
 	esac
 }
 
