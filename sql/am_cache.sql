@@ -79,6 +79,13 @@ RESET enable_seqscan;
 SELECT hits + misses AS accesses FROM dmindex_cache_stats();
 SELECT ok FROM dmindex_check('cbig_v', true);
 
+-- dropping an index frees its frames at once (they could never be hit again)
+CREATE TEMP TABLE frames_before AS SELECT frames_used FROM dmindex_cache_stats();
+DROP INDEX cc_v;
+SELECT s.frames_used < b.frames_used AS frames_freed_by_drop
+FROM dmindex_cache_stats() s, frames_before b;
+CREATE INDEX cc_v ON cc USING dmindex (v) WITH (node_size = 256);
+
 -- who may call what
 SET ROLE pg_monitor;
 SELECT count(*) >= 0 AS monitor_reads_stats FROM dmindex_cache_stats();

@@ -59,6 +59,8 @@ free_tree_quietly(dm_client *client, const dm_tree_name *name, uint16 home)
 
 	if (rc == DM_OK)
 	{
+		/* attached to the node cache, destroying also frees the tree's frames now */
+		(void) dm_tree_use_cache(t, dmindex_node_cache, (uint32) dmindex_instance_id);
 		rc = dm_tree_destroy(t);
 		if (rc != DM_OK)
 			dm_tree_close(t);
