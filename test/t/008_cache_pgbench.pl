@@ -10,7 +10,9 @@
 # as a cached node that differs from remote memory (dmindex_check compares
 # every cached node with its remote copy).  Run once with the DEX policy
 # (leaves admitted with probability 0.5, to churn them) and once with the
-# inner-only policy (leaves always written under the remote lock).
+# inner-only policy (leaves always written under the remote lock), and with
+# the DEX policy over tcp, where every write-through is a network round trip
+# made while the frame's local lock is held.
 
 use strict;
 use warnings;
@@ -26,15 +28,17 @@ my $duration = $ENV{DM_PGBENCH_SECONDS} // 15;
 my $mn = start_memnode(
 	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
 
-for my $policy ('dex', 'inner')
+for my $run ([ 'dex', 'shm' ], [ 'inner', 'shm' ], [ 'dex', 'tcp' ])
 {
-	note "---- policy $policy";
+	my ($policy, $transport) = @$run;
+	note "---- policy $policy over $transport";
 	# 256-byte nodes and frames: 60,000 rows make ~8,000 nodes, of which
 	# the 160 kB cache holds about 1%
 	my $node = new_dmindex_node(
-		"cache_$policy",
+		"cache_${policy}_$transport",
 		[$mn],
 		conf => "max_connections = 30\n"
+		  . "dmindex.transport = $transport\n"
 		  . "dmindex.cache_policy = $policy\n"
 		  . "dmindex.cache_size = 160kB\n"
 		  . "dmindex.cache_frame_size = 256\n"
@@ -51,7 +55,7 @@ for my $policy ('dex', 'inner')
 		  . "FROM dmindex_cache_stats()");
 	note "cache: $frames frames for an index of $nodes nodes";
 	ok($frames > 0 && $frames * 100 <= 2 * $nodes,
-		"$policy: the cache holds at most 2% of the index ($frames frames, $nodes nodes)");
+		"$policy/$transport: the cache holds at most 2% of the index ($frames frames, $nodes nodes)");
 
 	my $st = $node->safe_psql('postgres',
 		"SELECT policy, hits, misses, evictions, coolings, cooling_promotions, local_writes, "
@@ -60,27 +64,27 @@ for my $policy ('dex', 'inner')
 	my ($pol, $hits, $misses, $evictions, $coolings, $promotions, $local,
 		$leaf_frames, $admissions, $avoided)
 	  = split /\|/, $st;
-	is($pol, $policy, "$policy: dmindex_cache_stats() reports the policy");
+	is($pol, $policy, "$policy/$transport: dmindex_cache_stats() reports the policy");
 	ok($hits > 1000 && $misses > 1000,
-		"$policy: the cache was used and missed ($hits hits, $misses misses)");
+		"$policy/$transport: the cache was used and missed ($hits hits, $misses misses)");
 	ok($evictions > 100 && $coolings > 100,
-		"$policy: the cache evicted constantly ($evictions evictions, $coolings coolings)");
+		"$policy/$transport: the cache evicted constantly ($evictions evictions, $coolings coolings)");
 	ok($local > 100,
-		"$policy: writes of owned nodes took no remote lock ($local local writes)");
-	ok($avoided >= $hits, "$policy: round trips avoided counted ($avoided)");
+		"$policy/$transport: writes of owned nodes took no remote lock ($local local writes)");
+	ok($avoided >= $hits, "$policy/$transport: round trips avoided counted ($avoided)");
 	if ($policy eq 'inner')
 	{
 		is($leaf_frames // 0, 0, 'inner: no leaf is cached');
 	}
 	else
 	{
-		ok($leaf_frames > 0, "dex: leaves are cached ($leaf_frames frames)");
+		ok($leaf_frames > 0, "$policy/$transport: leaves are cached ($leaf_frames frames)");
 	}
 
 	# a fresh cache (restart) gives the same answers: nothing lived only in it
 	$node->restart;
 	like(dmindex_check($node, 'postgres', 't_k_dm'),
-		qr/^\d+\|\d+\|t$/, "$policy: after a restart (empty cache) dmindex_check passes");
+		qr/^\d+\|\d+\|t$/, "$policy/$transport: after a restart (empty cache) dmindex_check passes");
 	$node->stop;
 }
 
