@@ -111,24 +111,6 @@ atomics_of(const dm_counters *cc)
 	return cc->ops[DM_OP_CAS] + cc->ops[DM_OP_FAA] + cc->ops[DM_OP_FETCH_OR];
 }
 
-static int
-cmp_entry_qsort(const void *a, const void *b)
-{
-	return dm_entry_cmp(*(const dm_entry *) a, *(const dm_entry *) b);
-}
-
-static int
-sort_unique(dm_entry *e, int n)
-{
-	int			k = 0;
-
-	qsort(e, (size_t) n, sizeof(dm_entry), cmp_entry_qsort);
-	for (int i = 0; i < n; i++)
-		if (k == 0 || dm_entry_cmp(e[k - 1], e[i]) != 0)
-			e[k++] = e[i];
-	return k;
-}
-
 /* ---- transports, clients, trees ------------------------------------------------------ */
 
 typedef struct transport

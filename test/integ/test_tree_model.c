@@ -158,31 +158,12 @@ check_nofail(const char *fmt,...)
 
 
 static int
-cmp_entry_qsort(const void *a, const void *b)
-{
-	return dm_entry_cmp(*(const dm_entry *) a, *(const dm_entry *) b);
-}
-
-static int
 cmp_u64(const void *a, const void *b)
 {
 	uint64_t	x = *(const uint64_t *) a,
 				y = *(const uint64_t *) b;
 
 	return x < y ? -1 : x > y;
-}
-
-/* Sort and remove duplicates in place; returns the new count. */
-static int
-sort_unique(dm_entry *e, int n)
-{
-	int			k = 0;
-
-	qsort(e, (size_t) n, sizeof(dm_entry), cmp_entry_qsort);
-	for (int i = 0; i < n; i++)
-		if (k == 0 || dm_entry_cmp(e[k - 1], e[i]) != 0)
-			e[k++] = e[i];
-	return k;
 }
 
 /* ---- random entries and ranges ----------------------------------------- */

@@ -196,3 +196,21 @@ tree_test_env(uint64_t *seed, int *scale)
 		*scale = atoi(s);
 	tap_diag("TREE_SEED=%" PRIu64 " TREE_SCALE=%d", *seed, *scale);
 }
+
+static int
+cmp_entry_qsort(const void *a, const void *b)
+{
+	return dm_entry_cmp(*(const dm_entry *) a, *(const dm_entry *) b);
+}
+
+int
+sort_unique(dm_entry *e, int n)
+{
+	int			k = 0;
+
+	qsort(e, (size_t) n, sizeof(dm_entry), cmp_entry_qsort);
+	for (int i = 0; i < n; i++)
+		if (k == 0 || dm_entry_cmp(e[k - 1], e[i]) != 0)
+			e[k++] = e[i];
+	return k;
+}

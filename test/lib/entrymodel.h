@@ -26,6 +26,8 @@ extern int	m_delete(model *m, dm_entry x);	/* 1 if removed */
 extern void m_copy(model *dst, const model *src);
 extern void m_free(model *m);
 /* The slice [*from, *to) of a range (empty if lo > hi). */
+/* Sort entries and drop duplicates in place; returns the new count. */
+extern int	sort_unique(dm_entry *e, int n);
 extern void m_range(const model *m, const dm_range *r, size_t *from, size_t *to);
 extern int	in_range(const dm_range *r, dm_entry e);
 
