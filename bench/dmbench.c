@@ -2643,6 +2643,26 @@ parse_seconds(const char *opt, const char *s)
 	return v;
 }
 
+/* The key distributions a workload runs with: none (load), latest (d), or those asked for. */
+static int
+workload_dists(const workload *wl, int *dists)
+{
+	int			nd = 0;
+
+	if (wl->keyless)
+		dists[nd++] = DIST_NONE;
+	else if (wl->latest)
+		dists[nd++] = DIST_LATEST;
+	else
+	{
+		if (dist_uniform)
+			dists[nd++] = DIST_UNIFORM;
+		if (dist_zipf)
+			dists[nd++] = DIST_ZIPF;
+	}
+	return nd;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2983,20 +3003,9 @@ main(int argc, char **argv)
 		{
 			const workload *wl = &workloads[workload_list[wi]];
 			int			dists[2],
-						nd = 0,
+						nd = workload_dists(wl, dists),
 						di;
 
-			if (wl->keyless)
-				dists[nd++] = DIST_NONE;
-			else if (wl->latest)
-				dists[nd++] = DIST_LATEST;
-			else
-			{
-				if (dist_uniform)
-					dists[nd++] = DIST_UNIFORM;
-				if (dist_zipf)
-					dists[nd++] = DIST_ZIPF;
-			}
 			for (di = 0; di < nd; di++)
 			{
 				int			pi,
@@ -3050,20 +3059,9 @@ main(int argc, char **argv)
 		{
 			const workload *wl = &workloads[workload_list[wi]];
 			int			dists[2],
-						nd = 0,
+						nd = workload_dists(wl, dists),
 						di;
 
-			if (wl->keyless)
-				dists[nd++] = DIST_NONE;
-			else if (wl->latest)
-				dists[nd++] = DIST_LATEST;
-			else
-			{
-				if (dist_uniform)
-					dists[nd++] = DIST_UNIFORM;
-				if (dist_zipf)
-					dists[nd++] = DIST_ZIPF;
-			}
 			for (di = 0; di < nd; di++)
 			{
 				cell	   *ce;
