@@ -10,7 +10,7 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 BINDIR ?= /usr/local/bin
 
 DM_SRCS := $(sort $(wildcard src/dm/*.c))
-AM_SRCS := $(sort $(wildcard src/*.c))
+AM_SRCS := $(sort $(wildcard src/pg/*.c))
 
 # ---- standalone programs (no PostgreSQL headers) --------------------------
 BUILD := build
@@ -78,7 +78,7 @@ DATA = $(wildcard sql/dmindex--*.sql)
 PGFILEDESC = "dmindex - B+-tree index on disaggregated memory"
 REGRESS = $(shell cat test/regress-schedule 2>/dev/null)
 REGRESS_OPTS = --inputdir=. --load-extension=dmindex
-PG_CPPFLAGS = -Isrc/dm
+PG_CPPFLAGS = -Isrc/pg -Isrc/dm
 PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -86,4 +86,4 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild on any header change, or an
 # object compiled against an old struct layout ends up in dmindex.so.
-$(OBJS): $(wildcard src/*.h src/dm/*.h)
+$(OBJS): $(wildcard src/pg/*.h src/dm/*.h)

@@ -1,5 +1,5 @@
 # 004_drop_database.pl — no remote tree may outlive its index (DESIGN.md §8,
-# src/dmgc.c).
+# src/pg/dmgc.c).
 #
 # A dmindex index's data lives in a memnode, outside PostgreSQL's files, so
 # whatever removes or replaces an index must free its remote tree too, or

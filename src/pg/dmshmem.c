@@ -1,5 +1,5 @@
 /*
- * dmcache.c — the compute-side node cache of this PostgreSQL instance
+ * dmshmem.c — the compute-side node cache of this PostgreSQL instance
  * (src/dm/dm_cache.h; DESIGN.md §6) in shared memory: its GUCs, its
  * creation at server start, attaching index handles to it, and the SQL
  * functions dmindex_cache_stats(), dmindex_cache_stats_reset() and

@@ -128,7 +128,7 @@ extern dm_tree *dmindex_open_tree(Relation index);
 /* Open index_oid as a dmindex index (and its table), or raise an error (dmcheck.c). */
 extern Relation dmindex_open_checked(Oid indexoid, Relation *heap, LOCKMODE mode);
 
-/* ---- node cache in shared memory (dmcache.c) ---- */
+/* ---- node cache in shared memory (dmshmem.c) ---- */
 extern int	dmindex_cache_size_kb;		/* dmindex.cache_size */
 extern int	dmindex_cache_policy;		/* dmindex.cache_policy: a dm_cache_policy */
 extern double dmindex_cache_leaf_admission;	/* dmindex.cache_leaf_admission */
