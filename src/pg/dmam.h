@@ -12,6 +12,7 @@
  *   dmcost.c      amcostestimate
  *   dmvalidate.c  amvalidate
  *   dmgc.c        freeing the remote trees of dropped indexes
+ *   dmgcworker.c  the background worker that collects orphaned trees
  *
  * Keys.  Every opclass maps its type to a 64-bit unsigned key that orders
  * exactly like the type's btree order (support function 1, "encode",
@@ -163,11 +164,11 @@ extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_att
  * (DESIGN.md §8 WAL-first rule), sorted, for the transaction's own scans to
  * merge.  *n is set; the array is valid until the next insert.
  */
-extern const dm_entry *dmindex_pending_entries(Relation index, int *n);
+extern const dm_entry *dmindex_pending_entries(Relation index, dm_tree *tree, int *n);
 /* Flush pending entries of every index now (WAL first, then remote writes). */
 extern void dmindex_flush_pending(void);
-/* Drop the index's buffered entries (its storage was rebuilt). */
-extern void dmindex_forget_pending(Relation index);
+/* The index was rebuilt in place (same relfilenode, new tree). */
+extern void dmindex_pending_rebuilt(Relation index);
 /* ExecutorStart hook: parallel workers cannot see the buffer, so flush first. */
 extern void dmindex_insert_init(void);
 /* Drop the backend's cached handle of the index's tree. */
@@ -209,6 +210,16 @@ extern void dmindex_gc_note_created(const DmMetaPageData *meta);
  * many, or -1 when this transaction has changed the database (it cannot
  * tell its own uncommitted drops from final ones).
  */
-extern int64 dmindex_gc_database(bool all_databases);
+extern int64 dmindex_gc_database(bool all_databases, bool nowait);
+/* Databases that have trees of this cluster on the memnodes (for the worker). */
+extern Oid *dmindex_gc_tree_databases(int *ndb);
+/* Free every tree of a database that no longer exists; how many were freed. */
+extern int64 dmindex_gc_free_database(Oid dboid);
+
+/* ---- the collector's background worker (dmgcworker.c) ------------------------------ */
+
+extern int	dmindex_gc_naptime;	/* dmindex.gc_naptime, seconds; 0 = off */
+/* From _PG_init: the GUC, and the launcher when preloaded. */
+extern void dmindex_gc_worker_init(void);
 
 #endif							/* DMAM_H */

@@ -103,8 +103,8 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 				 errmsg("dmindex does not support exclusion constraints")));
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
-	/* rebuilt in place (TRUNCATE in the creating transaction): buffered entries are moot */
-	dmindex_forget_pending(index);
+	/* rebuilt in place (TRUNCATE in the creating transaction): entries for the old tree are moot */
+	dmindex_pending_rebuilt(index);
 
 	tree = dmindex_create_tree(index, MAIN_FORKNUM, true);
 

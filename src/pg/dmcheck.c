@@ -281,7 +281,7 @@ dmindex_check(PG_FUNCTION_ARGS)
 Datum
 dmindex_gc(PG_FUNCTION_ARGS)
 {
-	int64		freed = dmindex_gc_database(true);
+	int64		freed = dmindex_gc_database(true, false);
 
 	if (freed < 0)
 		ereport(ERROR,

@@ -3,12 +3,14 @@
  *
  * Eagerly: the object-access hook notes every dmindex index dropped (also
  * by DROP TABLE / SCHEMA ... CASCADE) and every database dropped; the trees
- * are freed after the transaction commits.  A tree created by a transaction
+ * are freed after the transaction commits.  A transaction that is prepared
+ * (PREPARE TRANSACTION) hands its frees to the collector instead.  A tree created by a transaction
  * that aborts (a failed or rolled-back CREATE INDEX, REINDEX, TRUNCATE) is
  * freed after the abort.  These frees run in commit/abort callbacks, so
  * they never raise an error: whatever fails there is left to the collector.
  *
- * The collector (at VACUUM, and dmindex_gc()) lists the trees of this
+ * The collector (the background worker of dmgcworker.c, and dmindex_gc())
+ * lists the trees of this
  * cluster on every memnode and frees those of this database whose
  * relfilenode no dmindex index has, unless the transaction that created
  * the tree is still running (an index being built is not yet visible in
@@ -20,6 +22,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -30,6 +33,7 @@
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -120,31 +124,85 @@ list_trees(dm_client *client, uint16 id, Oid dboid, dm_tree_info **out, int *n, 
 	return DM_OK;
 }
 
+/* Free every tree of database dboid on every connected memnode; how many went. */
+static int64
+free_database_trees(dm_client *client, Oid dboid)
+{
+	int64		freed = 0;
+
+	for (int i = 0; i < dm_client_nnodes(client); i++)
+	{
+		dm_node_info ni;
+		dm_tree_info *trees = NULL;
+		int			n = 0, cap = 0;
+
+		if (dm_client_node_info(client, i, &ni) != DM_OK || ni.status != DM_OK)
+			continue;
+		if (list_trees(client, ni.node_id, dboid, &trees, &n, &cap) != DM_OK)
+			continue;
+		for (int k = 0; k < n; k++)
+			if (free_tree_quietly(client, &trees[k].name, ni.node_id) == DM_OK)
+				freed++;
+		if (trees)
+			pfree(trees);
+	}
+	return freed;
+}
+
 static void
 free_dropped_databases(dm_client *client)
 {
 	ListCell   *lc;
 
 	foreach(lc, dropped_dbs)
+		(void) free_database_trees(client, lfirst_oid(lc));
+}
+
+/* The databases that have trees of this cluster on a reachable memnode (palloc'd). */
+Oid *
+dmindex_gc_tree_databases(int *ndb)
+{
+	dm_client  *client = client_quietly();
+	Oid		   *dbs = NULL;
+	int			cap = 0;
+
+	*ndb = 0;
+	for (int i = 0; i < dm_client_nnodes(client); i++)
 	{
-		Oid			dboid = lfirst_oid(lc);
+		dm_node_info ni;
+		dm_tree_info *trees = NULL;
+		int			n = 0, tcap = 0;
 
-		for (int i = 0; i < dm_client_nnodes(client); i++)
+		if (dm_client_node_info(client, i, &ni) != DM_OK || ni.status != DM_OK)
+			continue;
+		if (list_trees(client, ni.node_id, InvalidOid, &trees, &n, &tcap) != DM_OK)
+			continue;
+		for (int k = 0; k < n; k++)
 		{
-			dm_node_info ni;
-			dm_tree_info *trees = NULL;
-			int			n = 0, cap = 0;
+			Oid			db = trees[k].name.dboid;
+			bool		seen = false;
 
-			if (dm_client_node_info(client, i, &ni) != DM_OK || ni.status != DM_OK)
+			for (int j = 0; j < *ndb && !seen; j++)
+				seen = dbs[j] == db;
+			if (seen)
 				continue;
-			if (list_trees(client, ni.node_id, dboid, &trees, &n, &cap) != DM_OK)
-				continue;
-			for (int k = 0; k < n; k++)
-				(void) free_tree_quietly(client, &trees[k].name, ni.node_id);
-			if (trees)
-				pfree(trees);
+			if (*ndb == cap)
+			{
+				cap = cap ? cap * 2 : 16;
+				dbs = dbs ? repalloc(dbs, sizeof(Oid) * cap) : palloc(sizeof(Oid) * cap);
+			}
+			dbs[(*ndb)++] = db;
 		}
+		if (trees)
+			pfree(trees);
 	}
+	return dbs;
+}
+
+int64
+dmindex_gc_free_database(Oid dboid)
+{
+	return free_database_trees(client_quietly(), dboid);
 }
 
 static void
@@ -168,6 +226,17 @@ gc_xact_callback(XactEvent event, void *arg)
 				}
 				free_dropped_databases(client);
 			}
+			break;
+		case XACT_EVENT_PREPARE:
+
+			/*
+			 * The outcome is decided later, perhaps in another session or
+			 * after a restart: free nothing now.  Whatever the outcome leaves
+			 * without an index (trees dropped by COMMIT PREPARED, created by
+			 * a transaction that ROLLBACK PREPARED ends) is garbage the
+			 * collector frees; until then pg_class and the prepared
+			 * transaction's xid keep both kinds alive.
+			 */
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -330,56 +399,83 @@ oid_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* relfilenodes of every dmindex index in this database, sorted (fresh snapshot). */
-static Oid *
-live_relfilenodes(int *n)
+/* Append o to a growing array. */
+static void
+add_oid(Oid **out, int *n, int *cap, Oid o)
 {
-	Oid			amoid = get_index_am_oid("dmindex", false);
+	if (*n == *cap)
+	{
+		*cap *= 2;
+		*out = repalloc(*out, sizeof(Oid) * *cap);
+	}
+	(*out)[(*n)++] = o;
+}
+
+/*
+ * relfilenodes of every dmindex index in this database, sorted (fresh
+ * snapshot), and the relfilenodes their trees were named after.  With
+ * nowait an index whose lock is not free at once (DDL running on it) makes
+ * this return NULL: the caller then collects nothing this time.
+ */
+static Oid *
+live_relfilenodes(int *n, bool nowait)
+{
+	Oid			amoid = get_index_am_oid("dmindex", true);
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tup;
 	int			cap = 64;
 	Oid		   *out = palloc(sizeof(Oid) * cap);
+	bool		busy = false;
 
 	*n = 0;
+	if (!OidIsValid(amoid))
+		return out;				/* no access method: no dmindex index either */
 	InvalidateCatalogSnapshot();
 	rel = table_open(RelationRelationId, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	while (!busy && HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_class cls = (Form_pg_class) GETSTRUCT(tup);
+		Relation	index;
+		DmMetaPageData meta;
 
 		if (cls->relkind != RELKIND_INDEX || cls->relam != amoid)
 			continue;
-		if (*n == cap)
-		{
-			cap *= 2;
-			out = repalloc(out, sizeof(Oid) * cap);
-		}
-		out[(*n)++] = cls->relfilenode;
+		add_oid(&out, n, &cap, cls->relfilenode);
 
 		/*
 		 * ALTER INDEX ... SET TABLESPACE copies the metapage to a new
-		 * relfilenode: the tree keeps the name it was built with.
+		 * relfilenode: the tree keeps the name it was built with.  An index
+		 * dropped meanwhile needs nothing: its tree is garbage.
 		 */
+		if (nowait)
 		{
-			Relation	index = index_open(cls->oid, AccessShareLock);
-			DmMetaPageData meta;
-
-			if (dmindex_try_read_meta(index, &meta) && meta.tree.relfilenode != cls->relfilenode)
+			if (!ConditionalLockRelationOid(cls->oid, AccessShareLock))
 			{
-				if (*n == cap)
-				{
-					cap *= 2;
-					out = repalloc(out, sizeof(Oid) * cap);
-				}
-				out[(*n)++] = meta.tree.relfilenode;
+				busy = true;
+				break;
 			}
-			index_close(index, AccessShareLock);
+			index = try_relation_open(cls->oid, NoLock);
+			if (index == NULL)
+				UnlockRelationOid(cls->oid, AccessShareLock);
 		}
+		else
+			index = try_relation_open(cls->oid, AccessShareLock);
+		if (index == NULL)
+			continue;
+		if (index->rd_rel->relkind == RELKIND_INDEX &&
+			dmindex_try_read_meta(index, &meta) && meta.tree.relfilenode != cls->relfilenode)
+			add_oid(&out, n, &cap, meta.tree.relfilenode);
+		relation_close(index, AccessShareLock);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	if (busy)
+	{
+		pfree(out);
+		return NULL;
+	}
 	qsort(out, *n, sizeof(Oid), oid_cmp);
 	return out;
 }
@@ -409,7 +505,7 @@ dmindex_gc_free_relfilenode(Oid relfilenode)
 }
 
 int64
-dmindex_gc_database(bool all_databases)
+dmindex_gc_database(bool all_databases, bool nowait)
 {
 	dm_client  *client = dmindex_get_client();
 	int64		freed = 0;
@@ -447,7 +543,14 @@ dmindex_gc_database(bool all_databases)
 			trees[keep++] = trees[k];
 		}
 		/* ...then look at pg_class, with a snapshot taken after that check */
-		live = live_relfilenodes(&nlive);
+		live = live_relfilenodes(&nlive, nowait);
+		if (live == NULL)
+		{
+			/* DDL on one of the indexes: try again next time */
+			if (trees)
+				pfree(trees);
+			return freed;
+		}
 		for (int k = 0; k < keep; k++)
 		{
 			const dm_tree_name *name = &trees[k].name;

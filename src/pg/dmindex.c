@@ -153,6 +153,7 @@ _PG_init(void)
 							NULL);
 
 	dmindex_cache_init();
+	dmindex_gc_worker_init();
 
 	MarkGUCPrefixReserved("dmindex");
 

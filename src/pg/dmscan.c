@@ -149,7 +149,7 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	if (rc != DM_OK)
 		dmindex_tree_error(scan->indexRelation, so->tree, rc);
 
-	pend = dmindex_pending_entries(scan->indexRelation, &npend);
+	pend = dmindex_pending_entries(scan->indexRelation, so->tree, &npend);
 	if (npend > 0)
 	{
 		so->pend = palloc(sizeof(dm_entry) * npend);

@@ -4,8 +4,7 @@
  * dead ones in sorted batches (each leaf locked and written once per
  * batch).  If a delete cannot be confirmed the error propagates: VACUUM must
  * fail rather than let the heap reuse line pointers an entry still points
- * to.  amvacuumcleanup collects the remote trees of dropped indexes
- * (dmgc.c).
+ * to.  VACUUM touches no other index than its own.
  */
 #include "postgres.h"
 
@@ -81,15 +80,11 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 IndexBulkDeleteResult *
 dmvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
-	if (info->analyze_only)
-		return stats;
-
-	/* trees of indexes dropped, rebuilt or rolled back in this database */
-	dmindex_gc_database(false);
-
 	/*
 	 * No bulk delete ran: nothing changed, and counting the entries would
-	 * read every node remotely; like nbtree, report nothing.
+	 * read every node remotely; like nbtree, report nothing.  Trees of
+	 * dropped indexes are not VACUUM's business (it would have to open
+	 * every index of the database): dmgcworker.c collects them.
 	 */
 	return stats;
 }
