@@ -185,6 +185,13 @@ extern int	dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out);
 /* 1 = *e is the next entry, 0 = end of range, else -dm_status. */
 extern int	dm_iter_next(dm_iter *it, dm_entry *e);
 extern void dm_iter_close(dm_iter *it);
+/*
+ * The far fence of the leaf copy the iterator holds (the high fence going
+ * forward, the low fence going backward): every entry it can still return
+ * without reading remote memory again lies between its last returned entry
+ * and this bound.  0 when it holds nothing (the range is done).
+ */
+extern int	dm_iter_copy_bound(const dm_iter *it, dm_entry *bound);
 
 /* Entry bounds for key bounds: keys >= k (incl) or > k, keys <= k or < k. */
 static inline dm_entry

@@ -263,6 +263,15 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 }
 
 int
+dm_iter_copy_bound(const dm_iter *it, dm_entry *bound)
+{
+	if (it->done)
+		return 0;
+	*bound = it->r.backward ? NODE_HDR(it->buf)->low : NODE_HDR(it->buf)->high;
+	return 1;
+}
+
+int
 dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 {
 	dm_range	r = {dm_entry_make(key, 0), 1, dm_entry_make(key, DM_TID_MAX), 1, 0};

@@ -8,6 +8,7 @@
  *   dmbuild.c     ambuild, ambuildempty (sort + bulk load)
  *   dminsert.c    aminsert and the per-transaction insert buffer
  *   dmscan.c      index scans (plain, bitmap, index-only; both directions)
+ *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
  *   dmvacuum.c    ambulkdelete, amvacuumcleanup
  *   dmcost.c      amcostestimate
  *   dmvalidate.c  amvalidate
@@ -173,6 +174,17 @@ extern void dmindex_pending_rebuilt(Relation index);
 extern void dmindex_insert_init(void);
 /* Drop the backend's cached handle of the index's tree. */
 extern void dmindex_forget_cached_tree(Relation index);
+
+/* ---- pins of scans that VACUUM must wait for (dmscanpin.c) ------------------------ */
+
+extern void dmindex_scanpin_init(void);	/* shared memory hooks, from _PG_init */
+/* Take a pin slot for a scan of the tree (raises an error when none is free). */
+extern int	dmindex_pin_acquire(uint64 tree_id);
+/* The scan may still return entries in [lo, hi] (an empty range when lo > hi). */
+extern void dmindex_pin_set(int slot, dm_entry lo, dm_entry hi);
+extern void dmindex_pin_release(int slot);
+/* After deleting the sorted entries: wait until no scan may still return one. */
+extern void dmindex_pin_wait(uint64 tree_id, const dm_entry *deleted, int n);
 
 /* ---- the AM callbacks ------------------------------------------------------------- */
 

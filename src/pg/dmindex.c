@@ -154,6 +154,7 @@ _PG_init(void)
 
 	dmindex_cache_init();
 	dmindex_gc_worker_init();
+	dmindex_scanpin_init();
 
 	MarkGUCPrefixReserved("dmindex");
 

@@ -17,6 +17,7 @@
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "dmam.h"
 
@@ -38,6 +39,9 @@
  *				cursor, the scan then sits past last: reversing returns last
  *				again.  Otherwise it sits on last, and reversing continues
  *				strictly beyond it.
+ *	pin			for index-only scans and non-MVCC snapshots, the slot of the
+ *				key-range pin that makes VACUUM wait (dmscanpin.c): it covers
+ *				what the leaf copy and rnext may still give; -1 = none
  */
 typedef struct DmScanOpaqueData
 {
@@ -56,6 +60,7 @@ typedef struct DmScanOpaqueData
 	bool		has_last;
 	dm_entry	last;
 	bool		exhausted;
+	int			pin;
 } DmScanOpaqueData;
 
 typedef DmScanOpaqueData *DmScanOpaque;
@@ -66,6 +71,7 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
 	DmScanOpaque so = palloc0(sizeof(DmScanOpaqueData));
 
+	so->pin = -1;
 	scan->opaque = so;
 	scan->xs_itupdesc = RelationGetDescr(index);
 	return scan;
@@ -77,6 +83,9 @@ close_streams(DmScanOpaque so)
 	if (so->iter)
 		dm_iter_close(so->iter);
 	so->iter = NULL;
+	/* no copy held any more: nothing for VACUUM to wait for */
+	if (so->pin >= 0)
+		dmindex_pin_set(so->pin, DM_ENTRY_INF, DM_ENTRY_MIN);
 	so->has_rnext = false;
 	so->remote_done = false;
 	if (so->pend)
@@ -109,6 +118,43 @@ in_range(const dm_range *r, dm_entry e)
 	int			hi = dm_entry_cmp(e, r->hi);
 
 	return (lo > 0 || (lo == 0 && r->lo_incl)) && (hi < 0 || (hi == 0 && r->hi_incl));
+}
+
+/*
+ * Pins (see dmscanpin.c).  Before a remote read the pin covers everything
+ * the scan may still return (r: the stream's range); after it, only the
+ * entries from the last one returned to the far fence of the leaf copy.
+ */
+static void
+pin_widen(DmScanOpaque so, const dm_range *r)
+{
+	if (so->pin >= 0)
+		dmindex_pin_set(so->pin, r->lo, r->hi);
+}
+
+static void
+pin_narrow(DmScanOpaque so)
+{
+	bool		backward = ScanDirectionIsBackward(so->dir);
+	dm_entry	from = so->has_last ? so->last : (backward ? so->range.hi : so->range.lo);
+	dm_entry	to;
+
+	if (so->pin < 0)
+		return;
+	if (so->iter && dm_iter_copy_bound(so->iter, &to))
+		;
+	else if (so->has_rnext)
+		to = so->rnext;
+	else
+	{
+		/* nothing read is left to return */
+		dmindex_pin_set(so->pin, DM_ENTRY_INF, DM_ENTRY_MIN);
+		return;
+	}
+	if (backward)
+		dmindex_pin_set(so->pin, to, from);
+	else
+		dmindex_pin_set(so->pin, from, to);
 }
 
 /* Open both streams in direction dir, strictly beyond the last returned entry. */
@@ -145,9 +191,14 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	}
 	if (so->tree == NULL)
 		so->tree = dmindex_open_tree(scan->indexRelation);
+	/* entries returned without a heap check that would catch a freed tid */
+	if (so->pin < 0 && (scan->xs_want_itup || !IsMVCCSnapshot(scan->xs_snapshot)))
+		so->pin = dmindex_pin_acquire(dm_tree_id(so->tree));
+	pin_widen(so, &r);
 	rc = dm_iter_open(so->tree, &r, &so->iter);
 	if (rc != DM_OK)
 		dmindex_tree_error(scan->indexRelation, so->tree, rc);
+	pin_narrow(so);
 
 	pend = dmindex_pending_entries(scan->indexRelation, so->tree, &npend);
 	if (npend > 0)
@@ -171,7 +222,19 @@ next_entry(IndexScanDesc scan, dm_entry *out)
 
 	if (!so->has_rnext && !so->remote_done)
 	{
-		int			rc = dm_iter_next(so->iter, &so->rnext);
+		int			rc;
+		dm_range	r = so->range;
+
+		/* from the last returned entry to the end of the range */
+		if (so->has_last)
+		{
+			if (backward)
+				r.hi = so->last;
+			else
+				r.lo = so->last;
+		}
+		pin_widen(so, &r);
+		rc = dm_iter_next(so->iter, &so->rnext);
 
 		if (rc < 0)
 			dmindex_tree_error(scan->indexRelation, so->tree, -rc);
@@ -232,6 +295,7 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 	so->exhausted = false;
 	so->has_last = true;
 	so->last = e;
+	pin_narrow(so);
 	dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &scan->xs_heaptid);
 	/* keys encode values exactly: the index's answer needs no recheck */
 	scan->xs_recheck = false;
@@ -285,5 +349,7 @@ dmendscan(IndexScanDesc scan)
 	DmScanOpaque so = (DmScanOpaque) scan->opaque;
 
 	close_streams(so);
+	if (so->pin >= 0)
+		dmindex_pin_release(so->pin);
 	pfree(so);
 }

@@ -4,7 +4,8 @@
  * dead ones in sorted batches (each leaf locked and written once per
  * batch).  If a delete cannot be confirmed the error propagates: VACUUM must
  * fail rather than let the heap reuse line pointers an entry still points
- * to.  VACUUM touches no other index than its own.
+ * to.  Before it returns, no index-only scan may still hold a deleted
+ * entry (dmscanpin.c).  VACUUM touches no other index than its own.
  */
 #include "postgres.h"
 
@@ -61,6 +62,8 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			}
 			/* entries are only deleted by VACUUM, one at a time per index */
 			stats->tuples_removed += removed;
+			/* no index-only scan may still return them when the heap frees their tids */
+			dmindex_pin_wait(dm_tree_id(tree), dead, ndead);
 			ndead = 0;
 		}
 		if (rc != 1)
