@@ -140,8 +140,9 @@ collect_round(void)
 
 			if (freed > 0)
 				ereport(LOG,
-						(errmsg("dmindex: freed %lld remote trees of dropped database %u",
-								(long long) freed, tree_dbs[i])));
+						(errmsg_plural("dmindex: freed %lld remote tree of dropped database %u",
+									   "dmindex: freed %lld remote trees of dropped database %u",
+									   freed, (long long) freed, tree_dbs[i])));
 		}
 	}
 	CommitTransactionCommand();
@@ -201,8 +202,9 @@ dmindex_gc_database_main(Datum arg)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	if (freed > 0)
 		ereport(LOG,
-				(errmsg("dmindex: freed %lld remote trees of dropped or rebuilt indexes in database %u",
-						(long long) freed, dboid)));
+				(errmsg_plural("dmindex: freed %lld remote tree of dropped or rebuilt indexes in database %u",
+							   "dmindex: freed %lld remote trees of dropped or rebuilt indexes in database %u",
+							   freed, (long long) freed, dboid)));
 	proc_exit(0);
 }
 
