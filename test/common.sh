@@ -1,5 +1,7 @@
 # common.sh — shell functions shared by the quickstart, the test runner and
-# the SQL benchmarks: start/stop a memnode and a throwaway PostgreSQL cluster.
+# the SQL benchmarks: start/stop a memnode and a throwaway PostgreSQL cluster,
+# and run a pg_regress-style suite (pg_regress, pg_isolation_regress) against
+# a temporary instance with a memnode.
 # PostgreSQL refuses to run as root, and a memnode that exports its region
 # to PostgreSQL must run as the same user, so both run as $DM_USER.
 # Source it; it expects $ROOT (the repository) to be set.
@@ -89,4 +91,53 @@ make_workdir() {
     chown "$DM_USER" "$d" 2>/dev/null || true
     chmod 755 "$d"
     echo "$d"
+}
+
+# run_regress_suite NAME DRIVER MEMNODE_PORT PG_PORT SCHEDULE PATH...:
+# copies PATH... (input and expected files) and SCHEDULE (the test names)
+# into a fresh work directory, starts a memnode on MEMNODE_PORT and runs
+# DRIVER (pg_regress or pg_isolation_regress) over the schedule's tests on a
+# temporary instance on PG_PORT configured for dmindex: preloaded, using that
+# memnode, a small node cache that evicts, prepared transactions enabled.
+# Prints the driver's output and diffs; sets suite_passed and suite_failed,
+# one per test file (a suite that runs nothing, or whose memnode does not
+# start, counts one failure).
+run_regress_suite() {
+    local name=$1 driver=$2 mport=$3 pport=$4 schedule=$5; shift 5
+    local work ok bad
+    work=$(make_workdir "$name")
+    suite_passed=0
+    suite_failed=0
+    cp -r "$@" "$work/"
+    cp "$schedule" "$work/schedule"
+    chown -R "$DM_USER" "$work"
+    if ! start_memnode "$work" "$mport" --size 256M --shm --chunk-size 1M; then
+        suite_failed=1
+        return
+    fi
+    cat >"$work/regress.conf" <<CONF
+shared_preload_libraries = 'dmindex'
+dmindex.memnodes = '127.0.0.1:$mport'
+# a node cache of about 100 frames: every test's indexes go through one that evicts
+dmindex.cache_size = 128kB
+# PREPARE TRANSACTION (the tests of dropped and created indexes in prepared transactions)
+max_prepared_transactions = 10
+CONF
+    chown "$DM_USER" "$work/regress.conf"
+    # shellcheck disable=SC2046
+    (cd "$work" && as_user "$driver" --inputdir=. --bindir="$PG_BIN" \
+        --temp-instance="$work/tmp_check" --temp-config="$work/regress.conf" \
+        --port="$pport" --load-extension=dmindex $(cat schedule)) \
+        >"$work/regress.out" 2>&1
+    cat "$work/regress.out"
+    ok=$(grep -cE '\.\.\. ok' "$work/regress.out" || true)
+    bad=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$work/regress.out" || true)
+    suite_passed=$ok
+    suite_failed=$bad
+    if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+        echo "$name ran no test"
+        suite_failed=1
+    fi
+    [ -f "$work/regression.diffs" ] && cat "$work/regression.diffs"
+    stop_memnode "$work" "$mport"
 }

@@ -5,7 +5,10 @@
 #      and shm, robustness, failure; each assertion counts.
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
 #      memnode; each test file counts.
-#   3. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
+#   3. isolation (test/isolation/specs, expected/): pg_isolation_regress runs
+#      concurrent sessions in fixed interleavings on an instance configured
+#      the same way (REGRESS_*_PORT + 1); each spec counts.
+#   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
 #      DROP DATABASE; each assertion counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
 # memnode as user postgres).  Exit status 0 iff nothing failed.
@@ -18,6 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 bash test/install-deps.sh || exit 1
 . test/common.sh
+PGXS_TEST=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test
 
 passed=0
 failed=0
@@ -45,39 +49,19 @@ fi
 rm -f "$ctest_out"
 
 echo "== pg_regress"
-WORK=$(make_workdir regress)
-MEMNODE_PORT=${REGRESS_MEMNODE_PORT:-7491}
-PG_PORT=${REGRESS_PG_PORT:-5491}
-cp -r sql expected test/regress-schedule "$WORK/"
-chown -R "$DM_USER" "$WORK"
-if start_memnode "$WORK" "$MEMNODE_PORT" --size 256M --shm --chunk-size 1M; then
-    cat >"$WORK/regress.conf" <<CONF
-shared_preload_libraries = 'dmindex'
-dmindex.memnodes = '127.0.0.1:$MEMNODE_PORT'
-# a node cache of about 100 frames: every test's indexes go through one that evicts
-dmindex.cache_size = 128kB
-CONF
-    chown "$DM_USER" "$WORK/regress.conf"
-    PG_REGRESS=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
-    # shellcheck disable=SC2046
-    (cd "$WORK" && as_user "$PG_REGRESS" --inputdir=. --bindir="$PG_BIN" \
-        --temp-instance="$WORK/tmp_check" --temp-config="$WORK/regress.conf" \
-        --port="$PG_PORT" --load-extension=dmindex $(cat regress-schedule)) \
-        >"$WORK/regress.out" 2>&1
-    cat "$WORK/regress.out"
-    ok=$(grep -cE '\.\.\. ok' "$WORK/regress.out" || true)
-    bad=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$WORK/regress.out" || true)
-    passed=$((passed + ok))
-    failed=$((failed + bad))
-    if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
-        echo "pg_regress ran no test"
-        failed=$((failed + 1))
-    fi
-    [ -f "$WORK/regression.diffs" ] && cat "$WORK/regression.diffs"
-    stop_memnode "$WORK" "$MEMNODE_PORT"
-else
-    failed=$((failed + 1))
-fi
+REGRESS_MEMNODE_PORT=${REGRESS_MEMNODE_PORT:-7491}
+REGRESS_PG_PORT=${REGRESS_PG_PORT:-5491}
+run_regress_suite regress "$PGXS_TEST/regress/pg_regress" \
+    "$REGRESS_MEMNODE_PORT" "$REGRESS_PG_PORT" test/regress-schedule sql expected
+passed=$((passed + suite_passed))
+failed=$((failed + suite_failed))
+
+echo "== isolation (concurrent sessions in a fixed interleaving)"
+run_regress_suite isolation "$PGXS_TEST/isolation/pg_isolation_regress" \
+    "$((REGRESS_MEMNODE_PORT + 1))" "$((REGRESS_PG_PORT + 1))" \
+    test/isolation/isolation-schedule test/isolation/specs test/isolation/expected
+passed=$((passed + suite_passed))
+failed=$((failed + suite_failed))
 
 echo "== TAP tests (several servers, crashes, restarts)"
 tap_out=$(mktemp)
