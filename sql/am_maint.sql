@@ -6,8 +6,9 @@
 --
 -- DROP INDEX, DROP TABLE and a rolled-back CREATE INDEX free their trees
 -- when the transaction ends.  REINDEX, TRUNCATE and the like leave the old
--- tree to the collector (VACUUM, dmindex_gc()); autovacuum may collect it
--- at any moment, so the counts are taken after dmindex_gc() there.
+-- tree to the collector (its background worker, dmindex_gc()); the worker
+-- may collect it at any moment, so the counts are taken after dmindex_gc()
+-- there.
 --
 -- am_agree(table, condition) runs "SELECT * FROM table WHERE condition"
 -- as an index scan, as a bitmap scan and as a sequential scan; the first
