@@ -178,11 +178,15 @@ extern void dmindex_forget_cached_tree(Relation index);
 /* ---- pins of scans that VACUUM must wait for (dmscanpin.c) ------------------------ */
 
 extern void dmindex_scanpin_init(void);	/* shared memory hooks, from _PG_init */
-/* Take a pin slot for a scan of the tree (raises an error when none is free). */
-extern int	dmindex_pin_acquire(uint64 tree_id);
+typedef struct DmScanPinHandle DmScanPinHandle;
+/*
+ * A pin for a scan of the tree, allocated in the current memory context
+ * (the scan's): released by dmindex_pin_release, or when that memory goes.
+ */
+extern DmScanPinHandle *dmindex_pin_acquire(uint64 tree_id);
 /* The scan may still return entries in [lo, hi] (an empty range when lo > hi). */
-extern void dmindex_pin_set(int slot, dm_entry lo, dm_entry hi);
-extern void dmindex_pin_release(int slot);
+extern void dmindex_pin_set(DmScanPinHandle *pin, dm_entry lo, dm_entry hi);
+extern void dmindex_pin_release(DmScanPinHandle *pin);
 /* After deleting the sorted entries: wait until no scan may still return one. */
 extern void dmindex_pin_wait(uint64 tree_id, const dm_entry *deleted, int n);
 

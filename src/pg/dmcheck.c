@@ -13,9 +13,11 @@
  */
 #include "postgres.h"
 
+
 #include "access/heapam.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "commands/defrem.h"
@@ -281,7 +283,15 @@ dmindex_check(PG_FUNCTION_ARGS)
 Datum
 dmindex_gc(PG_FUNCTION_ARGS)
 {
-	int64		freed = dmindex_gc_database(true, false);
+	int64		freed;
+
+	/* a standby's catalog lags its primary's: it could free a live tree */
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dmindex_gc() cannot run during recovery"),
+				 errhint("Run it on the primary.")));
+	freed = dmindex_gc_database(true, false);
 
 	if (freed < 0)
 		ereport(ERROR,

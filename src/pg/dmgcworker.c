@@ -13,8 +13,9 @@
  * seconds, asks the memnodes which databases of this cluster have trees,
  * frees the trees of databases that no longer exist, and starts one
  * short-lived worker per remaining database, one at a time, which runs the
- * collector there without waiting for any lock (an index under DDL makes it
- * give up until the next round).  The launcher starts only once recovery
+ * collector there without waiting for any lock: an index under DDL makes it
+ * give up on that database until the next round (so a prepared transaction
+ * that holds such a lock for long delays collection there until it ends).  The launcher starts only once recovery
  * has finished: a hot standby never frees remote memory.
  */
 #include "postgres.h"
@@ -48,7 +49,7 @@ int			dmindex_gc_naptime = 60;
 typedef struct DbState
 {
 	Oid			oid;
-	bool		allowconn;
+	bool		enterable;
 } DbState;
 
 /* The databases of the cluster (a fresh look at pg_database). */
@@ -74,7 +75,8 @@ list_databases(int *n)
 			out = repalloc(out, sizeof(DbState) * cap);
 		}
 		out[*n].oid = db->oid;
-		out[*n].allowconn = db->datallowconn;
+		/* a database half-dropped by an interrupted DROP DATABASE cannot be entered */
+		out[*n].enterable = db->datconnlimit != DATCONNLIMIT_INVALID_DB;
 		(*n)++;
 	}
 	table_endscan(scan);
@@ -149,7 +151,7 @@ collect_round(void)
 
 	for (int i = 0; i < ntree_dbs; i++)
 		for (int j = 0; j < ndbs; j++)
-			if (dbs[j].oid == tree_dbs[i] && dbs[j].allowconn)
+			if (dbs[j].oid == tree_dbs[i] && dbs[j].enterable)
 			{
 				collect_in_database(dbs[j].oid);
 				CHECK_FOR_INTERRUPTS();
@@ -191,7 +193,8 @@ dmindex_gc_database_main(Datum arg)
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	/* also databases that refuse connections (datallowconn = false) */
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, BGWORKER_BYPASS_ALLOWCONN);
 
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -77,6 +77,7 @@ typedef struct PendingIndex
 	int			nspec;			/* entries with PEND_SPECULATIVE */
 	bool		sorted;
 	bool		owns_all;		/* this server owns every key: no per-row check */
+	bool		parked;			/* not the index's tree at the last early flush */
 } PendingIndex;
 
 /* Which tree an index's current relfilenode has (saves a metapage read per row). */
@@ -91,7 +92,7 @@ int			dmindex_insert_buffer = 10000;
 
 static HTAB *pending = NULL;	/* PendingIndex, in TopTransactionContext */
 static HTAB *current_trees = NULL;	/* CurrentTree, in TopTransactionContext */
-static int64 pending_total = 0;
+static int64 pending_total = 0;	/* entries of buffers not parked */
 static bool callbacks_registered = false;
 /* a statement with ON CONFLICT started in this transaction: flag new entries */
 static bool xact_saw_on_conflict = false;
@@ -133,13 +134,14 @@ sort_pending(PendingIndex *p)
 						b = tmp[i].info;
 
 			/*
-			 * Keep the outermost level: it survives the most rollbacks.  A
-			 * copy made outside ON CONFLICT needs no heap check.
+			 * Keep the outermost level: it survives the most rollbacks; and
+			 * the heap check if either copy needs it (the copy that did not
+			 * may belong to a level that rolls back).
 			 */
 			p->info[w - 1] = Min(a & PEND_NEST_MASK, b & PEND_NEST_MASK) |
-				(a & b & PEND_SPECULATIVE);
-			if ((a & PEND_SPECULATIVE) && !(b & PEND_SPECULATIVE))
-				p->nspec--;
+				((a | b) & PEND_SPECULATIVE);
+			if (!(a & PEND_SPECULATIVE) && (b & PEND_SPECULATIVE))
+				p->nspec++;
 			continue;
 		}
 		p->entries[w] = tmp[i].e;
@@ -149,7 +151,8 @@ sort_pending(PendingIndex *p)
 		w++;
 	}
 	pfree(tmp);
-	pending_total -= p->n - w;
+	if (!p->parked)
+		pending_total -= p->n - w;
 	p->n = w;
 	p->sorted = true;
 }
@@ -226,9 +229,16 @@ resolve_speculative(Relation index, PendingIndex *p, bool at_commit)
 	SpecCheck	sc;
 	int			w = 0;
 	int			undecided = 0;
+	bool		pushed = false;
 
 	if (p->nspec == 0)
 		return 0;
+	/* index expressions may run queries: at commit no snapshot is active */
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
 	sc.heap = table_open(index->rd_index->indrelid, NoLock);
 	sc.ii = BuildIndexInfo(index);
 	sc.estate = CreateExecutorState();
@@ -254,7 +264,10 @@ resolve_speculative(Relation index, PendingIndex *p, bool at_commit)
 	ExecDropSingleTupleTableSlot(sc.slot);
 	FreeExecutorState(sc.estate);
 	table_close(sc.heap, NoLock);
-	pending_total -= p->n - w;
+	if (pushed)
+		PopActiveSnapshot();
+	if (!p->parked)
+		pending_total -= p->n - w;
 	p->n = w;
 	p->nspec = undecided;
 	return undecided;
@@ -293,6 +306,30 @@ partition_ready(PendingIndex *p)
 	return ready;
 }
 
+/*
+ * A buffer whose tree is not its index's now (the index was dropped or
+ * rewritten later in this transaction).  At commit that is final: the
+ * entries are moot (the rebuild read the heap, our rows included).  Before
+ * commit a savepoint rollback may still bring the tree back, so the entries
+ * are kept aside ("parked": they no longer count towards an early flush).
+ */
+static void
+set_aside(PendingIndex *p, bool at_commit)
+{
+	if (at_commit)
+	{
+		if (!p->parked)
+			pending_total -= p->n;
+		p->n = 0;
+		p->nspec = 0;
+	}
+	else if (!p->parked)
+	{
+		pending_total -= p->n;
+		p->parked = true;
+	}
+}
+
 /* Write one buffer's entries remotely (WAL already flushed). */
 static void
 flush_index(PendingIndex *p, bool at_commit)
@@ -303,22 +340,24 @@ flush_index(PendingIndex *p, bool at_commit)
 
 	if (p->n == 0)
 		return;
-	/* dropped later in this transaction: nothing to do */
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(p->key.indexoid)))
 	{
-		pending_total -= p->n;
-		p->n = 0;
+		set_aside(p, at_commit);	/* dropped later in this transaction */
 		return;
 	}
 	index = index_open(p->key.indexoid, NoLock);
 	dmindex_read_meta(index, &meta);
 	if (meta.tree_id != p->key.tree_id)
 	{
-		/* rewritten (TRUNCATE, REINDEX) and not rolled back: the rebuild has our rows */
 		index_close(index, NoLock);
-		pending_total -= p->n;
-		p->n = 0;
+		set_aside(p, at_commit);	/* rewritten (TRUNCATE, REINDEX) */
 		return;
+	}
+	if (p->parked)
+	{
+		/* its tree is back (a savepoint rollback) */
+		p->parked = false;
+		pending_total += p->n;
 	}
 	sort_pending(p);
 	resolve_speculative(index, p, at_commit);
@@ -396,7 +435,11 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (pending == NULL || (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB))
 		return;
-	/* a rollback may bring back an older relfilenode (and tree): look again */
+	/*
+	 * A rollback may bring back an older relfilenode (and tree): look again,
+	 * and let parked buffers count again (the next early flush parks those
+	 * whose tree is still not back).
+	 */
 	if (event == SUBXACT_EVENT_ABORT_SUB && current_trees != NULL)
 	{
 		HASH_SEQ_STATUS cst;
@@ -429,7 +472,16 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			p->info[w] = info;
 			w++;
 		}
-		pending_total -= p->n - w;
+		if (p->parked)
+		{
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+			{
+				p->parked = false;
+				pending_total += w;
+			}
+		}
+		else
+			pending_total -= p->n - w;
 		p->n = w;
 	}
 }
@@ -506,8 +558,15 @@ pending_for(Relation index, dm_tree *tree, bool create)
 		p->info = MemoryContextAlloc(TopTransactionContext, sizeof(uint32) * p->cap);
 		p->sorted = true;
 		/* the partition map is read when the tree handle is opened (may raise an error) */
+		p->parked = false;
 		p->owns_all = false;
 		p->owns_all = dm_tree_owns_all(tree ? tree : dmindex_open_tree(index));
+	}
+	if (p && p->parked)
+	{
+		/* the index's current tree again */
+		p->parked = false;
+		pending_total += p->n;
 	}
 	return p;
 }
@@ -585,9 +644,61 @@ plan_has_on_conflict(PlannedStmt *stmt)
  * Parallel workers scan the index too, but cannot see this backend's
  * buffer: write it out (WAL first, as always) before a parallel plan runs.
  * Statements with ON CONFLICT make the transaction's later entries subject
- * to the heap check (see the top of this file).
+ * to the heap check (see the top of this file), which is done as soon as a
+ * statement ends — then every speculative insertion it made is decided, and
+ * the index expressions run in the statement's context rather than at
+ * commit.
  */
 static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorEnd_hook_type prev_executor_end = NULL;
+
+static void
+resolve_all(void)
+{
+	HASH_SEQ_STATUS st;
+	PendingIndex *p;
+
+	hash_seq_init(&st, pending);
+	while ((p = hash_seq_search(&st)) != NULL)
+	{
+		Relation	index;
+		DmMetaPageData meta;
+
+		if (p->nspec == 0 || p->parked ||
+			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(p->key.indexoid)))
+			continue;
+		index = index_open(p->key.indexoid, NoLock);
+		dmindex_read_meta(index, &meta);
+		if (meta.tree_id == p->key.tree_id)
+			resolve_speculative(index, p, false);
+		index_close(index, NoLock);
+	}
+}
+
+static void
+dm_executor_end(QueryDesc *queryDesc)
+{
+	static bool resolving = false;
+
+	if (prev_executor_end)
+		prev_executor_end(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	/* index expressions that run queries end statements of their own: no recursion */
+	if (xact_saw_on_conflict && pending != NULL && IsTransactionState() && !resolving)
+	{
+		resolving = true;
+		PG_TRY();
+		{
+			resolve_all();
+		}
+		PG_FINALLY();
+		{
+			resolving = false;
+		}
+		PG_END_TRY();
+	}
+}
 
 static void
 dm_executor_start(QueryDesc *queryDesc, int eflags)
@@ -611,6 +722,8 @@ dmindex_insert_init(void)
 {
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = dm_executor_start;
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = dm_executor_end;
 }
 
 const dm_entry *

@@ -17,6 +17,7 @@
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "utils/rel.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "dmam.h"
@@ -39,9 +40,9 @@
  *				cursor, the scan then sits past last: reversing returns last
  *				again.  Otherwise it sits on last, and reversing continues
  *				strictly beyond it.
- *	pin			for index-only scans and non-MVCC snapshots, the slot of the
- *				key-range pin that makes VACUUM wait (dmscanpin.c): it covers
- *				what the leaf copy and rnext may still give; -1 = none
+ *	pin			for index-only scans and non-MVCC snapshots, the key-range pin
+ *				that makes VACUUM wait (dmscanpin.c): it covers what the leaf
+ *				copy and rnext may still give; NULL when none is held
  */
 typedef struct DmScanOpaqueData
 {
@@ -60,7 +61,7 @@ typedef struct DmScanOpaqueData
 	bool		has_last;
 	dm_entry	last;
 	bool		exhausted;
-	int			pin;
+	DmScanPinHandle *pin;
 } DmScanOpaqueData;
 
 typedef DmScanOpaqueData *DmScanOpaque;
@@ -71,7 +72,6 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
 	DmScanOpaque so = palloc0(sizeof(DmScanOpaqueData));
 
-	so->pin = -1;
 	scan->opaque = so;
 	scan->xs_itupdesc = RelationGetDescr(index);
 	return scan;
@@ -84,7 +84,7 @@ close_streams(DmScanOpaque so)
 		dm_iter_close(so->iter);
 	so->iter = NULL;
 	/* no copy held any more: nothing for VACUUM to wait for */
-	if (so->pin >= 0)
+	if (so->pin)
 		dmindex_pin_set(so->pin, DM_ENTRY_INF, DM_ENTRY_MIN);
 	so->has_rnext = false;
 	so->remote_done = false;
@@ -128,7 +128,7 @@ in_range(const dm_range *r, dm_entry e)
 static void
 pin_widen(DmScanOpaque so, const dm_range *r)
 {
-	if (so->pin >= 0)
+	if (so->pin)
 		dmindex_pin_set(so->pin, r->lo, r->hi);
 }
 
@@ -139,7 +139,7 @@ pin_narrow(DmScanOpaque so)
 	dm_entry	from = so->has_last ? so->last : (backward ? so->range.hi : so->range.lo);
 	dm_entry	to;
 
-	if (so->pin < 0)
+	if (so->pin == NULL)
 		return;
 	if (so->iter && dm_iter_copy_bound(so->iter, &to))
 		;
@@ -192,8 +192,14 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	if (so->tree == NULL)
 		so->tree = dmindex_open_tree(scan->indexRelation);
 	/* entries returned without a heap check that would catch a freed tid */
-	if (so->pin < 0 && (scan->xs_want_itup || !IsMVCCSnapshot(scan->xs_snapshot)))
+	if (so->pin == NULL && (scan->xs_want_itup || !IsMVCCSnapshot(scan->xs_snapshot)))
+	{
+		/* in the scan's memory, which a failed portal takes with it */
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(so));
+
 		so->pin = dmindex_pin_acquire(dm_tree_id(so->tree));
+		MemoryContextSwitchTo(old);
+	}
 	pin_widen(so, &r);
 	rc = dm_iter_open(so->tree, &r, &so->iter);
 	if (rc != DM_OK)
@@ -290,6 +296,12 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 	if (!next_entry(scan, &e))
 	{
 		so->exhausted = true;
+		/* nothing read is left to return: let VACUUM pass (a reversal pins again) */
+		if (so->pin)
+		{
+			dmindex_pin_release(so->pin);
+			so->pin = NULL;
+		}
 		return false;
 	}
 	so->exhausted = false;
@@ -349,7 +361,6 @@ dmendscan(IndexScanDesc scan)
 	DmScanOpaque so = (DmScanOpaque) scan->opaque;
 
 	close_streams(so);
-	if (so->pin >= 0)
-		dmindex_pin_release(so->pin);
+	dmindex_pin_release(so->pin);
 	pfree(so);
 }

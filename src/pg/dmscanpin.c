@@ -24,10 +24,18 @@
  * Only then does VACUUM go on and let the heap reuse the tids.  Like btree's,
  * VACUUM waits for a cursor parked on such entries (interruptibly).
  *
- * Pins live in a fixed pool of slots (several per backend); a backend
- * releases its pins when a scan ends, and all pins of a (sub)transaction
- * that aborts.  Plain MVCC scans and bitmap scans need none: a freed or
- * reused tid fails their heap visibility check.
+ * Pins live in a fixed pool of slots, several per backend, plus one
+ * "overflow" slot per backend that covers every tree and key at once and is
+ * shared by that backend's scans beyond its share (many cursors, an Append
+ * over many partitions): VACUUM then waits for more than it must, but no
+ * scan fails.  A pin belongs to the scan's memory: it is released when the
+ * scan ends or runs off its end, and by a reset callback when the memory
+ * goes (a portal dropped at an abort) — never merely because a
+ * subtransaction aborted, since a cursor opened outside it lives on with its
+ * leaf copy.  Slots carry a generation, so a stale handle cannot touch a
+ * slot that has been handed to another scan.  Plain MVCC scans and bitmap
+ * scans need no pin: a freed or reused tid fails their heap visibility
+ * check.
  */
 #include "postgres.h"
 
@@ -49,38 +57,51 @@ typedef struct DmScanPin
 {
 	slock_t		mutex;
 	bool		in_use;
-	uint64		tree_id;
+	uint64		gen;			/* bumped whenever the slot is taken */
+	uint64		tree_id;		/* 0 = every tree (an overflow slot) */
 	dm_entry	lo;				/* entries in [lo, hi] may still be returned */
 	dm_entry	hi;
 } DmScanPin;
 
 typedef struct DmScanPinPool
 {
-	slock_t		mutex;			/* for finding a free slot */
+	slock_t		mutex;			/* for taking a regular slot */
+	int			nregular;		/* then one overflow slot per backend */
 	int			nslots;
 	DmScanPin	pins[FLEXIBLE_ARRAY_MEMBER];
 } DmScanPinPool;
+
+/* A scan's pin: lives in the scan's memory, released with it at the latest. */
+struct DmScanPinHandle
+{
+	MemoryContextCallback cb;
+	int			slot;			/* -1 = released */
+	uint64		gen;
+	bool		overflow;
+};
 
 static DmScanPinPool *pool = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* The pins this backend holds, with the subtransaction that took each. */
+/* This backend's regular pins (for the sweep at transaction end) and overflow users. */
 typedef struct HeldPin
 {
 	int			slot;
-	SubTransactionId subid;
+	uint64		gen;
 } HeldPin;
 
 static HeldPin *held = NULL;
 static int	nheld = 0;
 static int	held_cap = 0;
+static int	overflow_users = 0;
+static uint64 overflow_gen = 0;
 static bool callbacks_registered = false;
 
 static int
 pool_slots(void)
 {
-	return MaxBackends * PINS_PER_BACKEND;
+	return MaxBackends * (PINS_PER_BACKEND + 1);
 }
 
 static Size
@@ -109,79 +130,127 @@ pins_shmem_startup(void)
 	if (!found)
 	{
 		SpinLockInit(&pool->mutex);
+		pool->nregular = MaxBackends * PINS_PER_BACKEND;
 		pool->nslots = pool_slots();
 		for (int i = 0; i < pool->nslots; i++)
 		{
 			SpinLockInit(&pool->pins[i].mutex);
 			pool->pins[i].in_use = false;
+			pool->pins[i].gen = 0;
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Free slot if it still has generation gen (a stale handle frees nothing). */
 static void
-release_slot(int slot)
+release_slot(int slot, uint64 gen)
 {
 	DmScanPin  *p = &pool->pins[slot];
 
 	SpinLockAcquire(&p->mutex);
-	p->in_use = false;
+	if (p->in_use && p->gen == gen)
+		p->in_use = false;
 	SpinLockRelease(&p->mutex);
 }
 
-/* Forget held[i] (and release its slot). */
-static void
-drop_held(int i)
+static int
+overflow_slot(void)
 {
-	release_slot(held[i].slot);
-	held[i] = held[--nheld];
+	return pool->nregular + (MyBackendId - 1);
+}
+
+static void
+forget_held(int slot, uint64 gen)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i].slot == slot && held[i].gen == gen)
+		{
+			held[i] = held[--nheld];
+			return;
+		}
+}
+
+static void
+release_all(void)
+{
+	while (nheld > 0)
+	{
+		nheld--;
+		release_slot(held[nheld].slot, held[nheld].gen);
+	}
+	if (overflow_users > 0)
+		release_slot(overflow_slot(), overflow_gen);
+	overflow_users = 0;
 }
 
 static void
 pins_xact_callback(XactEvent event, void *arg)
 {
-	/* scans end before commit; whatever an abort left behind goes now */
+	/* scans end before commit; a safety net for anything an abort left behind */
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PREPARE)
-		while (nheld > 0)
-			drop_held(nheld - 1);
-}
-
-static void
-pins_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
-{
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		for (int i = nheld - 1; i >= 0; i--)
-			if (held[i].subid == mySubid)
-				drop_held(i);
-	}
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		for (int i = 0; i < nheld; i++)
-			if (held[i].subid == mySubid)
-				held[i].subid = parentSubid;
-	}
+		release_all();
 }
 
 static void
 pins_on_exit(int code, Datum arg)
 {
-	while (nheld > 0)
-		drop_held(nheld - 1);
+	release_all();
 }
 
-int
+void
+dmindex_pin_release(DmScanPinHandle *h)
+{
+	if (h == NULL || h->slot < 0)
+		return;
+	if (h->overflow)
+	{
+		/* the generation check keeps a handle from before a sweep harmless */
+		if (h->gen == overflow_gen && overflow_users > 0 && --overflow_users == 0)
+			release_slot(h->slot, h->gen);
+	}
+	else
+	{
+		release_slot(h->slot, h->gen);
+		forget_held(h->slot, h->gen);
+	}
+	h->slot = -1;
+}
+
+static void
+pin_memory_gone(void *arg)
+{
+	dmindex_pin_release((DmScanPinHandle *) arg);
+}
+
+/* Take slot (in_use false) for tree_id with range [lo, hi]; returns its generation. */
+static uint64
+take_slot(int slot, uint64 tree_id, dm_entry lo, dm_entry hi)
+{
+	DmScanPin  *p = &pool->pins[slot];
+	uint64		gen;
+
+	SpinLockAcquire(&p->mutex);
+	p->in_use = true;
+	gen = ++p->gen;
+	p->tree_id = tree_id;
+	p->lo = lo;
+	p->hi = hi;
+	SpinLockRelease(&p->mutex);
+	return gen;
+}
+
+DmScanPinHandle *
 dmindex_pin_acquire(uint64 tree_id)
 {
+	DmScanPinHandle *h = palloc0(sizeof(DmScanPinHandle));
 	int			slot = -1;
 
 	if (!callbacks_registered)
 	{
 		RegisterXactCallback(pins_xact_callback, NULL);
-		RegisterSubXactCallback(pins_subxact_callback, NULL);
 		before_shmem_exit(pins_on_exit, (Datum) 0);
 		callbacks_registered = true;
 	}
@@ -194,43 +263,60 @@ dmindex_pin_acquire(uint64 tree_id)
 		held_cap = cap;
 	}
 	SpinLockAcquire(&pool->mutex);
-	for (int i = 0; i < pool->nslots; i++)
 	{
-		/* in_use changes only under the pool's mutex (and the slot's) */
-		if (!pool->pins[i].in_use)
+		/* start at this backend's share: backends rarely meet here */
+		int			first = ((MyBackendId - 1) * PINS_PER_BACKEND) % pool->nregular;
+
+		for (int k = 0; k < pool->nregular; k++)
 		{
-			slot = i;
-			SpinLockAcquire(&pool->pins[i].mutex);
-			pool->pins[i].in_use = true;
-			pool->pins[i].tree_id = tree_id;
-			/* an empty range until the scan says what it reads */
-			pool->pins[i].lo = DM_ENTRY_INF;
-			pool->pins[i].hi = DM_ENTRY_MIN;
-			SpinLockRelease(&pool->pins[i].mutex);
-			break;
+			int			i = (first + k) % pool->nregular;
+
+			if (!pool->pins[i].in_use)
+			{
+				slot = i;
+				/* an empty range until the scan says what it reads */
+				h->gen = take_slot(i, tree_id, DM_ENTRY_INF, DM_ENTRY_MIN);
+				break;
+			}
 		}
 	}
 	SpinLockRelease(&pool->mutex);
-	if (slot < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("too many concurrent dmindex index-only scans"),
-				 errdetail("The server has room for %d of them at once.", pool_slots()),
-				 errhint("Close cursors that are not needed, or raise \"max_connections\".")));
-	held[nheld].slot = slot;
-	held[nheld].subid = GetCurrentSubTransactionId();
-	nheld++;
-	return slot;
+	if (slot >= 0)
+	{
+		held[nheld].slot = slot;
+		held[nheld].gen = h->gen;
+		nheld++;
+	}
+	else
+	{
+		/* every regular slot taken: this backend's one pin on everything */
+		slot = overflow_slot();
+		h->overflow = true;
+		if (overflow_users++ == 0)
+			overflow_gen = take_slot(slot, 0, DM_ENTRY_MIN, DM_ENTRY_INF);
+		h->gen = overflow_gen;
+	}
+	h->slot = slot;
+	h->cb.func = pin_memory_gone;
+	h->cb.arg = h;
+	MemoryContextRegisterResetCallback(GetMemoryChunkContext(h), &h->cb);
+	return h;
 }
 
 void
-dmindex_pin_set(int slot, dm_entry lo, dm_entry hi)
+dmindex_pin_set(DmScanPinHandle *h, dm_entry lo, dm_entry hi)
 {
-	DmScanPin  *p = &pool->pins[slot];
+	DmScanPin  *p;
 
+	if (h->slot < 0 || h->overflow)
+		return;					/* an overflow pin stays on everything */
+	p = &pool->pins[h->slot];
 	SpinLockAcquire(&p->mutex);
-	p->lo = lo;
-	p->hi = hi;
+	if (p->in_use && p->gen == h->gen)
+	{
+		p->lo = lo;
+		p->hi = hi;
+	}
 	SpinLockRelease(&p->mutex);
 
 	/*
@@ -238,17 +324,6 @@ dmindex_pin_set(int slot, dm_entry lo, dm_entry hi)
 	 * spinlock release orders earlier stores, not later loads.
 	 */
 	pg_memory_barrier();
-}
-
-void
-dmindex_pin_release(int slot)
-{
-	for (int i = 0; i < nheld; i++)
-		if (held[i].slot == slot)
-		{
-			drop_held(i);
-			return;
-		}
 }
 
 /* Whether a sorted array of entries has one in [lo, hi]. */
@@ -297,7 +372,8 @@ dmindex_pin_wait(uint64 tree_id, const dm_entry *deleted, int n)
 			bool		blocks;
 
 			SpinLockAcquire(&p->mutex);
-			blocks = p->in_use && p->tree_id == tree_id && covers_any(p->lo, p->hi, deleted, n);
+			blocks = p->in_use && (p->tree_id == tree_id || p->tree_id == 0) &&
+				covers_any(p->lo, p->hi, deleted, n);
 			SpinLockRelease(&p->mutex);
 			if (!blocks)
 				break;
