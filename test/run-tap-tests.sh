@@ -82,7 +82,10 @@ env_vars=(
     "HOME=$WORK"
     "LANG=C.UTF-8"
 )
-[ -n "${PG_TEST_TIMEOUT_DEFAULT:-}" ] && env_vars+=("PG_TEST_TIMEOUT_DEFAULT=$PG_TEST_TIMEOUT_DEFAULT")
+# the tests' own knobs (durations of the long runs) pass through
+for v in PG_TEST_TIMEOUT_DEFAULT DM_PGBENCH_SECONDS DMINDEX_STRESS_SECONDS; do
+    [ -n "${!v:-}" ] && env_vars+=("$v=${!v}")
+done
 mkdir -p "$WORK/portlock" && [ "$(id -u)" -eq 0 ] && chown "$DM_USER" "$WORK/portlock"
 
 passed=0
