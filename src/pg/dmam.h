@@ -226,7 +226,7 @@ extern void dmindex_gc_note_created(const DmMetaPageData *meta);
  * many, or -1 when this transaction has changed the database (it cannot
  * tell its own uncommitted drops from final ones).
  */
-extern int64 dmindex_gc_database(bool all_databases, bool nowait);
+extern int64 dmindex_gc_database(bool all_databases);
 /* Databases that have trees of this cluster on the memnodes (for the worker). */
 extern Oid *dmindex_gc_tree_databases(int *ndb);
 /* Free every tree of a database that no longer exists; how many were freed. */

@@ -291,7 +291,7 @@ dmindex_gc(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("dmindex_gc() cannot run during recovery"),
 				 errhint("Run it on the primary.")));
-	freed = dmindex_gc_database(true, false);
+	freed = dmindex_gc_database(true);
 
 	if (freed < 0)
 		ereport(ERROR,

@@ -30,6 +30,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -413,12 +414,13 @@ add_oid(Oid **out, int *n, int *cap, Oid o)
 
 /*
  * relfilenodes of every dmindex index in this database, sorted (fresh
- * snapshot), and the relfilenodes their trees were named after.  With
- * nowait an index whose lock is not free at once (DDL running on it) makes
- * this return NULL: the caller then collects nothing this time.
+ * snapshot), and the relfilenodes their trees were named after.  An index
+ * whose lock is not free at once (DDL running on it, perhaps in a prepared
+ * transaction that holds it for days) makes this return NULL without
+ * waiting: the caller then collects nothing this time.
  */
 static Oid *
-live_relfilenodes(int *n, bool nowait)
+live_relfilenodes(int *n)
 {
 	Oid			amoid = get_index_am_oid("dmindex", true);
 	Relation	rel;
@@ -449,21 +451,22 @@ live_relfilenodes(int *n, bool nowait)
 		 * relfilenode: the tree keeps the name it was built with.  An index
 		 * dropped meanwhile needs nothing: its tree is garbage.
 		 */
-		if (nowait)
+		if (!ConditionalLockRelationOid(cls->oid, AccessShareLock))
 		{
-			if (!ConditionalLockRelationOid(cls->oid, AccessShareLock))
-			{
-				busy = true;
-				break;
-			}
-			index = try_relation_open(cls->oid, NoLock);
-			if (index == NULL)
-				UnlockRelationOid(cls->oid, AccessShareLock);
+			ereport(NOTICE,
+					(errmsg("not collecting remote trees of database \"%s\" now: index \"%s\" is locked",
+							get_database_name(MyDatabaseId), NameStr(cls->relname)),
+					 errdetail("A transaction is changing the index (DDL, or a prepared transaction)."),
+					 errhint("Try again when it has ended.")));
+			busy = true;
+			break;
 		}
-		else
-			index = try_relation_open(cls->oid, AccessShareLock);
+		index = try_relation_open(cls->oid, NoLock);
 		if (index == NULL)
+		{
+			UnlockRelationOid(cls->oid, AccessShareLock);
 			continue;
+		}
 		if (index->rd_rel->relkind == RELKIND_INDEX &&
 			dmindex_try_read_meta(index, &meta) && meta.tree.relfilenode != cls->relfilenode)
 			add_oid(&out, n, &cap, meta.tree.relfilenode);
@@ -505,7 +508,7 @@ dmindex_gc_free_relfilenode(Oid relfilenode)
 }
 
 int64
-dmindex_gc_database(bool all_databases, bool nowait)
+dmindex_gc_database(bool all_databases)
 {
 	dm_client  *client = dmindex_get_client();
 	int64		freed = 0;
@@ -543,7 +546,7 @@ dmindex_gc_database(bool all_databases, bool nowait)
 			trees[keep++] = trees[k];
 		}
 		/* ...then look at pg_class, with a snapshot taken after that check */
-		live = live_relfilenodes(&nlive, nowait);
+		live = live_relfilenodes(&nlive);
 		if (live == NULL)
 		{
 			/* DDL on one of the indexes: try again next time */

@@ -199,7 +199,7 @@ dmindex_gc_database_main(Datum arg)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "collecting orphaned dmindex trees");
-	freed = dmindex_gc_database(false, true);
+	freed = dmindex_gc_database(false);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);

@@ -91,6 +91,10 @@ $node->safe_psql('postgres', 'BEGIN; DROP INDEX b_k; PREPARE TRANSACTION \'d\'')
 $node->safe_psql('postgres', 'CREATE TABLE c (k int4)');
 sleep 3;
 is(memnode_trees($node), $base, 'a prepared DROP INDEX keeps the tree (collector and later commits alike)');
+my ($gstate, $gerr, $gret, $gout) = query_sqlstate($node, 'postgres',
+	"SET statement_timeout = '10s'; SELECT dmindex_gc()");
+is("$gstate/$gout", '/0', 'dmindex_gc() does not wait for the prepared transaction\'s lock');
+like($gerr, qr/index "b_k" is locked/, '... and says why it collected nothing');
 $node->restart;
 sleep 3;
 is(memnode_trees($node), $base, '... also across a restart while prepared');
