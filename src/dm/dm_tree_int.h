@@ -1,6 +1,7 @@
 /*
  * dm_tree_int.h — internals of the remote tree shared by its files:
- * dm_tree_io.c (node I/O, locks, allocation), dm_tree.c (handles, descent,
+ * dm_tree_io.c (node I/O, locks), dm_tree_alloc.c (node allocation and
+ * placement), dm_tree.c (handles, descent,
  * insert/delete), dm_tree_scan.c (iterators), dm_tree_bulk.c (bulk load),
  * dm_tree_verify.c (verify and statistics).
  */
@@ -98,9 +99,6 @@ extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr);
  */
 extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
 								 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
-extern int	dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr);
-/* Memnode for a new node at level, split off a node on memnode `from`. */
-extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 
 /*
  * Read a node through the cache: level is the expected level (-1 unknown),
@@ -118,6 +116,11 @@ extern int	dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx,
  */
 extern int	dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 							int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
+
+/* dm_tree_alloc.c */
+extern int	dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr);
+/* Memnode for a new node at level, split off a node on memnode `from`. */
+extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 
 /* dm_tree_own.c */
 extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);
