@@ -185,6 +185,10 @@ fill_stats(dm_node_stats *st)
 	st->connections = (uint64_t) __atomic_load_n(&mn.connections, __ATOMIC_RELAXED);
 	st->node_id = mn.region.node_id;
 	st->threads = (uint32_t) mn.cfg.threads;
+	/* a walk of the chunk table and the returned ranges: under the allocator's lock */
+	pthread_mutex_lock(&mn.region_lock);
+	st->bytes_in_use = dm_region_bytes_in_use(&mn.region);
+	pthread_mutex_unlock(&mn.region_lock);
 	/* racy reads of other workers' counters: fine for statistics */
 	for (int w = 0; w < mn.cfg.threads; w++)
 	{
@@ -280,6 +284,17 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 									memcpy(rep, &ar, sizeof(ar));
 									replen = sizeof(ar);
 								}
+								break;
+							}
+						case DM_RPC_SLAB_FREE:
+							{
+								dm_rpc_slab_free_req fr;
+
+								memcpy(&fr, args, sizeof(fr));
+								if ((fr.addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(fr.addr) != mn.region.node_id)
+									status = DM_ERR_RANGE;
+								else
+									status = dm_region_slab_free(&mn.region, fr.owner, dm_gaddr_offset(fr.addr), fr.size);
 								break;
 							}
 						case DM_RPC_CHUNK_FREE:

@@ -770,6 +770,14 @@ dm_slab_alloc(dm_client *c, uint16_t node_id, uint64_t owner, uint64_t size, dm_
 }
 
 int
+dm_slab_free(dm_client *c, uint64_t owner, dm_gaddr slab, uint64_t size)
+{
+	dm_rpc_slab_free_req req = {.owner = owner, .addr = slab, .size = size};
+
+	return rpc(c, dm_gaddr_node(slab), DM_RPC_SLAB_FREE, &req, sizeof(req), NULL, 0, 0, NULL);
+}
+
+int
 dm_chunk_free(dm_client *c, dm_gaddr chunk)
 {
 	dm_rpc_u64	req = {.value = chunk};

@@ -167,6 +167,8 @@ extern int	dm_chunk_alloc(dm_client *c, uint16_t node_id, uint64_t owner_tree_id
 						   dm_gaddr *chunk, uint64_t *size);
 extern int	dm_slab_alloc(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
 						  uint64_t size, dm_gaddr *slab);
+/* Give back [slab, slab + size) (part of a slab of owner) for reuse. */
+extern int	dm_slab_free(dm_client *c, uint64_t owner_tree_id, dm_gaddr slab, uint64_t size);
 extern int	dm_chunk_free(dm_client *c, dm_gaddr chunk);
 extern int	dm_chunk_free_owner(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
 								uint64_t *nfreed);

@@ -137,6 +137,8 @@ dm_rpc_request_size(uint32_t code)
 			return (int) sizeof(dm_rpc_list_req);
 		case DM_RPC_SLAB_ALLOC:
 			return (int) sizeof(dm_rpc_slab_req);
+		case DM_RPC_SLAB_FREE:
+			return (int) sizeof(dm_rpc_slab_free_req);
 		case DM_RPC_STATS:
 			return 0;
 	}

@@ -108,10 +108,11 @@ typedef enum dm_rpc_code
 	DM_RPC_CAT_DROP = 7,
 	DM_RPC_CAT_LIST = 8,
 	DM_RPC_STATS = 9,
-	DM_RPC_SLAB_ALLOC = 10
+	DM_RPC_SLAB_ALLOC = 10,
+	DM_RPC_SLAB_FREE = 11
 } dm_rpc_code;
 
-#define DM_RPC_CODE_MAX DM_RPC_SLAB_ALLOC
+#define DM_RPC_CODE_MAX DM_RPC_SLAB_FREE
 
 typedef struct dm_rpc_hdr
 {
@@ -135,6 +136,14 @@ typedef struct dm_rpc_slab_req
 	uint64_t	owner;
 	uint64_t	size;
 } dm_rpc_slab_req;
+
+/* SLAB_FREE: give back [addr, addr + size) of a slab of owner (no reply args) */
+typedef struct dm_rpc_slab_free_req
+{
+	uint64_t	owner;
+	dm_gaddr	addr;
+	uint64_t	size;
+} dm_rpc_slab_free_req;
 
 typedef struct dm_rpc_alloc_rep
 {
@@ -182,6 +191,7 @@ typedef struct dm_node_stats
 	uint64_t	bytes_out;
 	uint32_t	node_id;
 	uint32_t	threads;
+	uint64_t	bytes_in_use;	/* handed out to clients, not returned (chunks_used is coarser) */
 } dm_node_stats;
 
 /* Fill in a header for a frame of the given type and total length. */

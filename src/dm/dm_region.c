@@ -152,6 +152,7 @@ dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns, uint64
 		r->chunks[i].owner = owner;
 		r->chunks[i].alloc_unix_ns = now_unix_ns;
 		r->chunks[i].used = r->sb->chunk_size;
+		r->chunks[i].free_head = 0;
 		r->sb->chunks_used++;
 		r->sb->next_free_hint = i + 1;
 		if ((e = entry_of_tree(r, owner)) != NULL)
@@ -172,9 +173,111 @@ release_chunk(dm_region *r, uint64_t i)
 	r->chunks[i].owner = 0;
 	r->chunks[i].alloc_unix_ns = 0;
 	r->chunks[i].used = 0;
+	r->chunks[i].free_head = 0;
 	r->sb->chunks_used--;
 	if (i < r->sb->next_free_hint)
 		r->sb->next_free_hint = i;
+}
+
+/* ---- slabs and returned ranges ------------------------------------------------ */
+
+static uint64_t
+chunk_start(const dm_region *r, uint64_t i)
+{
+	return r->sb->data_off + i * r->sb->chunk_size;
+}
+
+static dm_free_range *
+range_at(dm_region *r, uint64_t off)
+{
+	return (dm_free_range *) (r->base + off);
+}
+
+/* The word that links to the range after `prev` (0: the chunk's list head). */
+static uint64_t *
+link_after(dm_region *r, uint64_t i, uint64_t prev)
+{
+	return prev == 0 ? &r->chunks[i].free_head : &range_at(r, prev)->next;
+}
+
+/*
+ * Whether chunk i's list of returned ranges is intact: every link inside
+ * the carved part of the chunk, aligned, with our header, ascending and not
+ * overlapping.  The headers live in client-writable memory, so a damaged
+ * list is dropped (its bytes stay allocated to the owner) instead of being
+ * followed anywhere.  *free_bytes (may be NULL) gets the list's total.
+ */
+static int
+free_list_ok(dm_region *r, uint64_t i, uint64_t *free_bytes)
+{
+	uint64_t	start = chunk_start(r, i);
+	uint64_t	end = start + r->chunks[i].used;
+	uint64_t	off = r->chunks[i].free_head;
+	uint64_t	min = start;
+	uint64_t	total = 0;
+
+	/* ranges are at least DM_SLAB_ALIGN apart: this bounds a cycle */
+	for (uint64_t n = 0; off != 0; n++)
+	{
+		const dm_free_range *f;
+
+		if (n > r->sb->chunk_size / DM_SLAB_ALIGN || off < min || off >= end ||
+			(off - start) % DM_SLAB_ALIGN != 0)
+			goto bad;
+		f = range_at(r, off);
+		if (f->magic != DM_FREE_MAGIC || f->size == 0 || f->size % DM_SLAB_ALIGN != 0 ||
+			f->size > end - off)
+			goto bad;
+		total += f->size;
+		min = off + f->size;
+		off = f->next;
+	}
+	if (free_bytes)
+		*free_bytes = total;
+	return 1;
+bad:
+	r->chunks[i].free_head = 0;
+	if (free_bytes)
+		*free_bytes = 0;
+	return 0;
+}
+
+static void
+put_header(dm_region *r, uint64_t off, uint64_t next, uint64_t size)
+{
+	dm_free_range *f = range_at(r, off);
+
+	f->magic = DM_FREE_MAGIC;
+	f->next = next;
+	f->size = size;
+	f->zero = 0;
+}
+
+/* First fit in chunk i's returned ranges; 1 and *offset if one fits. */
+static int
+take_returned(dm_region *r, uint64_t i, uint64_t size, uint64_t *offset)
+{
+	uint64_t	prev = 0;
+
+	if (!free_list_ok(r, i, NULL))
+		return 0;
+	for (uint64_t off = r->chunks[i].free_head; off != 0; prev = off, off = range_at(r, off)->next)
+	{
+		dm_free_range *f = range_at(r, off);
+
+		if (f->size < size)
+			continue;
+		if (f->size == size)
+			*link_after(r, i, prev) = f->next;
+		else
+		{
+			put_header(r, off + size, f->next, f->size - size);
+			*link_after(r, i, prev) = off + size;
+		}
+		*offset = off;
+		return 1;
+	}
+	return 0;
 }
 
 int
@@ -187,15 +290,25 @@ dm_region_slab_alloc(dm_region *r, uint64_t owner, uint64_t size, uint64_t now_u
 
 	if (owner == 0 || size == 0 || size % DM_SLAB_ALIGN != 0 || size > cs)
 		return DM_ERR_INVALID;
-	/* first fit among the owner's partly used chunks (an RPC path: a scan is fine) */
+	/* returned ranges first, then the bump pointers (an RPC path: scans are fine) */
+	for (uint64_t i = 0; i < r->sb->nchunks; i++)
+		if (r->chunks[i].owner == owner && r->chunks[i].free_head != 0 &&
+			take_returned(r, i, size, offset))
+		{
+			/* returned memory holds old nodes: hand it out zeroed, like a new chunk */
+			memset(r->base + *offset, 0, size);
+			return DM_OK;
+		}
 	for (uint64_t i = 0; i < r->sb->nchunks; i++)
 	{
 		dm_chunk_desc *d = &r->chunks[i];
 
 		if (d->owner == owner && d->used + size <= cs)
 		{
-			*offset = r->sb->data_off + i * cs + d->used;
+			*offset = chunk_start(r, i) + d->used;
 			d->used += size;
+			/* a bump pointer lowered by a return may pass over old contents */
+			memset(r->base + *offset, 0, size);
 			return DM_OK;
 		}
 	}
@@ -204,6 +317,84 @@ dm_region_slab_alloc(dm_region *r, uint64_t owner, uint64_t size, uint64_t now_u
 	r->chunks[(off - r->sb->data_off) / cs].used = size;
 	*offset = off;
 	return DM_OK;
+}
+
+int
+dm_region_slab_free(dm_region *r, uint64_t owner, uint64_t offset, uint64_t size)
+{
+	uint64_t	cs = r->sb->chunk_size;
+	uint64_t	i, start, prev = 0, next;
+	dm_chunk_desc *d;
+
+	if (owner == 0 || size == 0 || size % DM_SLAB_ALIGN != 0 || size > cs ||
+		offset < r->sb->data_off || (offset - r->sb->data_off) % DM_SLAB_ALIGN != 0)
+		return DM_ERR_INVALID;
+	i = (offset - r->sb->data_off) / cs;
+	if (i >= r->sb->nchunks)
+		return DM_ERR_RANGE;
+	d = &r->chunks[i];
+	start = chunk_start(r, i);
+	if (d->owner != owner || offset + size > start + d->used)
+		return DM_ERR_INVALID;
+	(void) free_list_ok(r, i, NULL);
+
+	/* prev: the last range below offset; next: the first one above */
+	next = d->free_head;
+	while (next != 0 && next < offset)
+	{
+		prev = next;
+		next = range_at(r, next)->next;
+	}
+	/* a range (partly) returned already: refuse, so nothing is handed out twice */
+	if ((prev != 0 && prev + range_at(r, prev)->size > offset) ||
+		(next != 0 && offset + size > next))
+		return DM_ERR_INVALID;
+
+	/* insert, merging with the neighbours it touches */
+	if (prev != 0 && prev + range_at(r, prev)->size == offset)
+	{
+		range_at(r, prev)->size += size;
+		offset = prev;
+	}
+	else
+	{
+		put_header(r, offset, next, size);
+		*link_after(r, i, prev) = offset;
+	}
+	if (next != 0 && offset + range_at(r, offset)->size == next)
+	{
+		range_at(r, offset)->size += range_at(r, next)->size;
+		range_at(r, offset)->next = range_at(r, next)->next;
+	}
+
+	/* a range that ends at the bump pointer lowers it instead */
+	prev = 0;
+	for (uint64_t off = d->free_head; off != 0; prev = off, off = range_at(r, off)->next)
+		if (range_at(r, off)->next == 0 && off + range_at(r, off)->size == start + d->used)
+		{
+			*link_after(r, i, prev) = 0;
+			d->used = off - start;
+			break;
+		}
+	if (d->used == 0)
+		release_chunk(r, i);
+	return DM_OK;
+}
+
+uint64_t
+dm_region_bytes_in_use(dm_region *r)
+{
+	uint64_t	total = 0;
+
+	for (uint64_t i = 0; i < r->sb->nchunks; i++)
+		if (r->chunks[i].owner != 0)
+		{
+			uint64_t	free_bytes;
+
+			(void) free_list_ok(r, i, &free_bytes);
+			total += r->chunks[i].used - free_bytes;
+		}
+	return total;
 }
 
 int

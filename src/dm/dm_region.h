@@ -63,9 +63,28 @@ typedef struct dm_chunk_desc
 {
 	uint64_t	owner;			/* tree id, 0 = free */
 	uint64_t	alloc_unix_ns;
-	uint64_t	used;			/* bytes handed out (chunk_size for whole chunks) */
-	uint64_t	reserved;
+	uint64_t	used;			/* bump pointer: bytes from the chunk start ever carved (chunk_size for whole chunks) */
+	uint64_t	free_head;		/* region offset of the chunk's first returned range, 0 = none */
 } dm_chunk_desc;
+
+/*
+ * A range returned inside a chunk (below its bump pointer) starts with this
+ * header, written by the memnode; the ranges of one chunk form a list sorted
+ * by offset, adjacent ranges merged.  It lives in the data area, which
+ * clients may write, so every link is validated before it is followed and a
+ * damaged list is dropped (its bytes stay allocated) rather than trusted.
+ * Word 0 (a node's lock word) is non-zero, so a stray lock CAS on freed
+ * memory fails, and word 3 (a node's magic) is zero, so a stray read of it
+ * never validates as a node.
+ */
+#define DM_FREE_MAGIC UINT64_C(0x45455246444D4444)	/* "DDMDFREE" */
+typedef struct dm_free_range
+{
+	uint64_t	magic;			/* DM_FREE_MAGIC */
+	uint64_t	next;			/* region offset of the next range of the chunk, 0 = last */
+	uint64_t	size;			/* bytes, a multiple of DM_SLAB_ALIGN */
+	uint64_t	zero;
+} dm_free_range;
 
 typedef struct dm_cat_entry
 {
@@ -113,13 +132,27 @@ extern uint64_t dm_region_chunk_free_owner(dm_region *r, uint64_t owner);
 
 /*
  * Slab allocation: size bytes (a multiple of DM_SLAB_ALIGN, at most a
- * chunk) carved from a chunk the owner already has, or from a new chunk.
- * Lets many clients (every PostgreSQL backend) allocate tree nodes without
- * each stranding a whole chunk.  Slabs are freed with their owner.
+ * chunk), zeroed, for the owner: first fit among the ranges returned to the
+ * owner's chunks, else carved at the bump pointer of a chunk the owner
+ * already has, else from a new chunk.  Lets many clients (every PostgreSQL
+ * backend) allocate tree nodes in small grants without stranding chunks.
+ * DM_SLAB_ALIGN is the smallest node size, so a grant can be one node.
  */
-#define DM_SLAB_ALIGN 4096
+#define DM_SLAB_ALIGN 256
 extern int	dm_region_slab_alloc(dm_region *r, uint64_t owner, uint64_t size,
 								 uint64_t now_unix_ns, uint64_t *offset);
+
+/*
+ * Return [offset, offset + size) — inside one chunk of owner, carved and
+ * not already returned — for reuse by the owner's later slab allocations.
+ * A range that ends at the chunk's bump pointer lowers it instead; a chunk
+ * left with nothing carved goes back to the free chunks.  DM_ERR_INVALID
+ * for a range that is misaligned, not the owner's, or (partly) free already.
+ */
+extern int	dm_region_slab_free(dm_region *r, uint64_t owner, uint64_t offset, uint64_t size);
+
+/* Bytes handed out to clients and not returned (whole chunks count whole). */
+extern uint64_t dm_region_bytes_in_use(dm_region *r);
 
 /* Tree catalog. */
 extern int	dm_region_cat_create(dm_region *r, const dm_tree_name *name,

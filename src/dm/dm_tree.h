@@ -120,7 +120,17 @@ extern int	dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *n
 							   const dm_tree_opts *opts, dm_tree **out);
 extern int	dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name,
 								  dm_tree **out);
-extern void dm_tree_close(dm_tree *t);	/* local only */
+/*
+ * Local only (its client may be gone already).  A handle that ends while
+ * its client is usable should first call dm_tree_alloc_release().
+ */
+extern void dm_tree_close(dm_tree *t);
+/*
+ * Give the unused rest of this handle's node grants back to the memnodes,
+ * for any handle of the tree to reuse (a handle that is closed without this
+ * strands fewer than 16 nodes per memnode until the tree is dropped).
+ */
+extern int	dm_tree_alloc_release(dm_tree *t);
 /*
  * Free everything the tree has on every memnode and its catalog entry.  On
  * success the handle is freed too; on failure it stays valid (retry or close).

@@ -194,6 +194,7 @@ dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 		b->leaf_fill = 1;
 	if (b->inner_fill < 2)
 		b->inner_fill = 2;
+	dm_tree_alloc_bulk(t, 1);
 	*out = b;
 	return DM_OK;
 }
@@ -219,6 +220,8 @@ dm_bulk_add(dm_bulk *b, const dm_entry *e, int n)
 static void
 bulk_free(dm_bulk *b)
 {
+	/* back to small grants (the rest of the large one: see dm_bulk_finish) */
+	dm_tree_alloc_bulk(b->t, 0);
 	for (int l = 0; l < DM_TREE_MAX_LEVELS; l++)
 		free(b->lv[l].buf);
 	free(b->qbuf);
@@ -306,5 +309,14 @@ dm_bulk_finish(dm_bulk *b)
 	}
 	free(old);
 	bulk_free(b);
+
+	/*
+	 * The rest of the last large grant goes back to the memnodes (a loader
+	 * usually closes its handle next).  Only after success: a failure's
+	 * message must stay the handle's error; and a failed return is not the
+	 * load's failure (it strands under one grant, as a closed handle does).
+	 */
+	if (rc == DM_OK)
+		(void) dm_tree_alloc_release(t);
 	return rc;
 }

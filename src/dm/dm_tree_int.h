@@ -15,10 +15,12 @@
 #define DM_TREE_FORMAT 1
 #define DM_TREE_MAX_LEVELS 16
 
+/* This handle's current grant of nodes on one memnode (dm_tree_alloc.c). */
 typedef struct dm_slab
 {
 	uint16_t	memnode;
-	dm_gaddr	cur;
+	uint32_t	grant;			/* nodes to ask for next time (0: one) */
+	dm_gaddr	cur;			/* next free node, 0 = no grant */
 	dm_gaddr	end;
 } dm_slab;
 
@@ -40,6 +42,7 @@ struct dm_tree
 	dm_gaddr	root;			/* cached root address (0 = read the root word) */
 	unsigned	rr;				/* round-robin cursor for placement above level M */
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
+	int			alloc_bulk;		/* a bulk load is running: large grants */
 	dm_tree_counters ctr;
 
 	/* cache and ownership (dm_tree_own.c) */
@@ -119,6 +122,8 @@ extern int	dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 
 /* dm_tree_alloc.c */
 extern int	dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr);
+/* A bulk load begins (on = 1: large grants) or ends (0). */
+extern void dm_tree_alloc_bulk(dm_tree *t, int on);
 /* Memnode for a new node at level, split off a node on memnode `from`. */
 extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 

@@ -1,8 +1,9 @@
 /*
  * test_region.c — unit tests of a memory node's region (src/dm/dm_region.c)
  * on a plain aligned buffer: layout/format and attach validation, the chunk
- * allocator, the tree catalog, tree ids and addresses, and the bounds
- * checks that decide which one-sided ops a client may perform where.
+ * allocator, slabs and the reuse of returned ranges (checked against a
+ * model under random use), the tree catalog, tree ids and addresses, and
+ * the bounds checks that decide which one-sided ops a client may perform where.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -256,7 +257,7 @@ test_slab(void)
 	used0 = r.sb->chunks_used;
 	CHECK_STATUS(dm_region_slab_alloc(&r, 0, 4096, 1, &a), DM_ERR_INVALID, "slab: owner 0 -> INVALID");
 	CHECK_STATUS(dm_region_slab_alloc(&r, 50, 0, 1, &a), DM_ERR_INVALID, "slab: size 0 -> INVALID");
-	CHECK_STATUS(dm_region_slab_alloc(&r, 50, 4000, 1, &a), DM_ERR_INVALID, "slab: size not a multiple of 4 KiB -> INVALID");
+	CHECK_STATUS(dm_region_slab_alloc(&r, 50, 4000, 1, &a), DM_ERR_INVALID, "slab: size not a multiple of DM_SLAB_ALIGN -> INVALID");
 	CHECK_STATUS(dm_region_slab_alloc(&r, 50, cs + DM_SLAB_ALIGN, 1, &a), DM_ERR_INVALID, "slab: larger than a chunk -> INVALID");
 	CHECK(r.sb->chunks_used == used0, "slab: refused requests allocate nothing");
 
@@ -294,6 +295,210 @@ test_slab(void)
 	CHECK_STATUS(dm_region_slab_alloc(&r, 53, 4096, 1, &a), DM_OK, "slab: after free");
 	CHECK((a - r.sb->data_off) % cs == 0, "slab: new owner starts at a chunk boundary");
 	dm_region_chunk_free_owner(&r, 53);
+}
+
+/* Returned ranges: reuse, merging, the bump pointer, chunks given back, refusals. */
+static void
+test_slab_free(void)
+{
+	dm_region	r;
+	uint64_t	cs,
+				a[6],
+				x,
+				y,
+				used0;
+	const uint64_t n = 1024;	/* a 1 KiB node */
+
+	CHECK_STATUS(fresh(&r), DM_OK, "format for slab free tests");
+	cs = r.sb->chunk_size;
+	used0 = r.sb->chunks_used;
+	CHECK(dm_region_bytes_in_use(&r) == 0, "free: nothing in use after format");
+	for (int i = 0; i < 6; i++)
+		CHECK_STATUS(dm_region_slab_alloc(&r, 70, n, 1, &a[i]), DM_OK, "free: one-node slab %d", i);
+	CHECK(a[5] == a[0] + 5 * n, "free: one-node slabs carved one after another");
+	CHECK(dm_region_bytes_in_use(&r) == 6 * n, "free: 6 KiB in use");
+	memset(base + a[0], 0xAB, 6 * n);	/* the client wrote nodes there */
+
+	/* refusals: nothing may be handed out twice */
+	CHECK_STATUS(dm_region_slab_free(&r, 71, a[1], n), DM_ERR_INVALID, "free: by another owner -> INVALID");
+	CHECK_STATUS(dm_region_slab_free(&r, 0, a[1], n), DM_ERR_INVALID, "free: owner 0 -> INVALID");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[1] + 8, n), DM_ERR_INVALID, "free: misaligned -> INVALID");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[1], 1000), DM_ERR_INVALID, "free: odd size -> INVALID");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[5] + n, n), DM_ERR_INVALID, "free: beyond what was carved -> INVALID");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, r.sb->data_off - n, n), DM_ERR_INVALID, "free: below the data area -> INVALID");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, r.sb->data_off + r.sb->nchunks * cs, n), DM_ERR_RANGE,
+				 "free: past the last chunk -> RANGE");
+
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[1], n), DM_OK, "free: node 1 returned");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[1], n), DM_ERR_INVALID, "free: node 1 again -> INVALID (double free)");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[0], 2 * n), DM_ERR_INVALID, "free: a range overlapping a free one -> INVALID");
+	CHECK(dm_region_bytes_in_use(&r) == 5 * n, "free: 5 KiB in use");
+	{
+		const dm_free_range *f = (const dm_free_range *) (base + a[1]);
+
+		CHECK(f->magic == DM_FREE_MAGIC && f->zero == 0 && *(const uint64_t *) (base + a[1]) != 0,
+			  "free: the returned node is no node any more (lock word set, magic word cleared)");
+	}
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[3], n), DM_OK, "free: node 3 returned");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[2], n), DM_OK, "free: node 2 returned (merges 1..3)");
+	CHECK(r.chunks[(a[0] - r.sb->data_off) / cs].free_head == a[1] &&
+		  ((dm_free_range *) (base + a[1]))->size == 3 * n && ((dm_free_range *) (base + a[1]))->next == 0,
+		  "free: nodes 1, 2, 3 merged into one range");
+	/* reuse: first fit, split, zeroed */
+	CHECK_STATUS(dm_region_slab_alloc(&r, 70, 2 * n, 1, &x), DM_OK, "free: 2-node slab");
+	CHECK(x == a[1] && all_bytes(base + x, 2 * n, 0), "free: comes from the returned range, zeroed");
+	CHECK_STATUS(dm_region_slab_alloc(&r, 70, n, 1, &y), DM_OK, "free: 1-node slab");
+	CHECK(y == a[3] && all_bytes(base + y, n, 0), "free: takes the rest of the returned range");
+	CHECK_STATUS(dm_region_slab_alloc(&r, 70, n, 1, &y), DM_OK, "free: another 1-node slab");
+	CHECK(y == a[5] + n, "free: nothing returned left: carved at the bump pointer");
+	CHECK(dm_region_bytes_in_use(&r) == 7 * n, "free: 7 KiB in use");
+
+	/* the bump pointer: a returned tail lowers it, merged ranges too */
+	{
+		dm_chunk_desc *d = &r.chunks[(a[0] - r.sb->data_off) / cs];
+
+		CHECK_STATUS(dm_region_slab_free(&r, 70, a[4], n), DM_OK, "free: node 4");
+		CHECK(d->used == 7 * n, "free: a range in the middle keeps the bump pointer");
+		CHECK_STATUS(dm_region_slab_free(&r, 70, y, n), DM_OK, "free: the last node");
+		CHECK(d->used == 6 * n, "free: the tail lowers the bump pointer");
+		CHECK_STATUS(dm_region_slab_free(&r, 70, a[5], n), DM_OK, "free: node 5 (joins node 4 at the tail)");
+		CHECK(d->used == 4 * n && d->free_head == 0, "free: bump pointer lowered past both, list empty");
+		CHECK_STATUS(dm_region_slab_alloc(&r, 70, n, 1, &y), DM_OK, "free: carve again");
+		CHECK(y == a[4] && all_bytes(base + y, n, 0), "free: carving over old contents zeroes them");
+		CHECK_STATUS(dm_region_slab_free(&r, 70, y, n), DM_OK, "free: and back");
+	}
+	/* everything returned: the chunk goes back */
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[0], 4 * n), DM_OK, "free: the first four nodes in one range");
+	CHECK(r.sb->chunks_used == used0 && dm_region_bytes_in_use(&r) == 0,
+		  "free: a chunk with nothing carved goes back to the free chunks");
+	CHECK_STATUS(dm_region_slab_free(&r, 70, a[0], n), DM_ERR_INVALID, "free: in a chunk no longer ours -> INVALID");
+
+	/* a damaged list (clients can write there) is dropped, not followed */
+	for (int i = 0; i < 4; i++)
+		CHECK_STATUS(dm_region_slab_alloc(&r, 72, n, 1, &a[i]), DM_OK, "damage: slab %d", i);
+	CHECK_STATUS(dm_region_slab_free(&r, 72, a[0], n), DM_OK, "damage: free node 0");
+	CHECK_STATUS(dm_region_slab_free(&r, 72, a[2], n), DM_OK, "damage: free node 2");
+	((dm_free_range *) (base + a[0]))->next = UINT64_C(0xFFFFFFFFFF00);	/* a client scribbles */
+	CHECK(dm_region_bytes_in_use(&r) == 4 * n, "damage: the list's bytes count as in use");
+	CHECK_STATUS(dm_region_slab_alloc(&r, 72, n, 1, &x), DM_OK, "damage: allocation still works");
+	CHECK(x == a[3] + n, "damage: the damaged list was not followed (carved new space)");
+	((dm_free_range *) (base + a[2]))->magic = 0;
+	CHECK_STATUS(dm_region_slab_free(&r, 72, a[1], n), DM_OK, "damage: freeing next to a stale header works");
+	CHECK(dm_region_bytes_in_use(&r) == 4 * n, "damage: accounting consistent (5 carved, 1 returned)");
+	dm_region_chunk_free_owner(&r, 72);
+	CHECK(r.sb->chunks_used == used0, "damage: the owner's chunk freed with it");
+}
+
+/*
+ * Random slab allocations and returns by three owners, against a model of
+ * which 256-byte units are granted to whom: nothing is handed out twice,
+ * grants are zeroed and inside their owner's chunks, the byte count agrees,
+ * and once everything is returned every chunk is free again.
+ */
+#define MODEL_UNITS (REGION_SIZE / DM_SLAB_ALIGN)
+static void
+test_slab_model(void)
+{
+	dm_region	r;
+	static uint8_t owner_of[MODEL_UNITS];	/* 0 = not granted, else owner - 100 + 1 */
+	struct grant
+	{
+		uint64_t	off, size;
+		uint8_t		owner;
+	}		   *g = calloc(4096, sizeof(*g));
+	int			ng = 0, bad = 0, steps = 20000;
+	uint64_t	granted = 0, used0;
+	uint64_t	seed = 12345;
+
+	CHECK_STATUS(fresh(&r), DM_OK, "format for the allocator model");
+	used0 = r.sb->chunks_used;
+	memset(owner_of, 0, sizeof(owner_of));
+	for (int step = 0; step < steps && !bad; step++)
+	{
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t	rnd = seed >> 24;
+
+		if (ng < 4000 && (ng == 0 || rnd % 100 < 52))
+		{
+			uint8_t		o = (uint8_t) (rnd % 3);
+			uint64_t	units = 1 + (rnd >> 8) % ((rnd >> 20) % 4 == 0 ? 256 : 8);
+			uint64_t	off;
+			int			rc = dm_region_slab_alloc(&r, 100 + o, units * DM_SLAB_ALIGN, 1, &off);
+
+			if (rc == DM_ERR_NOSPACE)
+				continue;
+			if (rc != DM_OK)
+			{
+				bad = CHECK(0, "model: step %d: alloc failed: %s", step, dm_strerror(rc)) || 1;
+				break;
+			}
+			if (r.chunks[(off - r.sb->data_off) / r.sb->chunk_size].owner != (uint64_t) (100 + o) ||
+				(off - r.sb->data_off) / r.sb->chunk_size != (off + units * DM_SLAB_ALIGN - 1 - r.sb->data_off) / r.sb->chunk_size ||
+				!all_bytes(base + off, units * DM_SLAB_ALIGN, 0))
+				bad = !CHECK(0, "model: step %d: grant at %llu not zeroed or not in one chunk of its owner",
+							 step, (unsigned long long) off);
+			for (uint64_t u = off / DM_SLAB_ALIGN; u < off / DM_SLAB_ALIGN + units; u++)
+			{
+				if (owner_of[u] != 0)
+				{
+					bad = !CHECK(0, "model: step %d: unit %llu handed out twice", step, (unsigned long long) u);
+					break;
+				}
+				owner_of[u] = o + 1;
+			}
+			memset(base + off, 0xA0 + o, units * DM_SLAB_ALIGN);	/* nodes written */
+			g[ng].off = off;
+			g[ng].size = units * DM_SLAB_ALIGN;
+			g[ng].owner = o;
+			ng++;
+			granted += units * DM_SLAB_ALIGN;
+		}
+		else
+		{
+			int			k = (int) (rnd % (uint64_t) ng);
+			uint64_t	units = g[k].size / DM_SLAB_ALIGN;
+			/* return all of a grant, or (like a handle's unused rest) its tail */
+			uint64_t	keep = (rnd >> 16) % 3 == 0 ? (rnd >> 24) % units : 0;
+			uint64_t	off = g[k].off + keep * DM_SLAB_ALIGN;
+			uint64_t	size = g[k].size - keep * DM_SLAB_ALIGN;
+			int			rc;
+
+			/* a wrong owner or a second return is refused */
+			if ((rnd >> 40) % 8 == 0 &&
+				dm_region_slab_free(&r, 100 + (g[k].owner + 1) % 3, off, size) != DM_ERR_INVALID)
+				bad = !CHECK(0, "model: step %d: return by the wrong owner accepted", step);
+			rc = dm_region_slab_free(&r, 100 + g[k].owner, off, size);
+			if (rc != DM_OK)
+			{
+				bad = !CHECK(0, "model: step %d: return failed: %s", step, dm_strerror(rc));
+				break;
+			}
+			if ((rnd >> 44) % 8 == 0 && dm_region_slab_free(&r, 100 + g[k].owner, off, size) != DM_ERR_INVALID)
+				bad = !CHECK(0, "model: step %d: double return accepted", step);
+			for (uint64_t u = off / DM_SLAB_ALIGN; u < (off + size) / DM_SLAB_ALIGN; u++)
+				owner_of[u] = 0;
+			granted -= size;
+			if (keep > 0)
+				g[k].size = keep * DM_SLAB_ALIGN;
+			else
+				g[k] = g[--ng];
+		}
+		if (step % 97 == 0 && dm_region_bytes_in_use(&r) != granted)
+			bad = !CHECK(0, "model: step %d: %llu bytes in use, model says %llu", step,
+						 (unsigned long long) dm_region_bytes_in_use(&r), (unsigned long long) granted);
+	}
+	CHECK(!bad, "model: %d random allocations and returns agree with the model", steps);
+	CHECK(dm_region_bytes_in_use(&r) == granted, "model: bytes in use = granted (%llu)", (unsigned long long) granted);
+	while (ng > 0)
+	{
+		ng--;
+		if (dm_region_slab_free(&r, 100 + g[ng].owner, g[ng].off, g[ng].size) != DM_OK)
+			bad = 1;
+	}
+	CHECK(!bad && dm_region_bytes_in_use(&r) == 0 && r.sb->chunks_used == used0,
+		  "model: everything returned: no bytes in use, every chunk free again (%llu used)",
+		  (unsigned long long) r.sb->chunks_used);
+	free(g);
 }
 
 static void
@@ -662,6 +867,8 @@ main(void)
 	test_format_attach();
 	test_alloc();
 	test_slab();
+	test_slab_free();
+	test_slab_model();
 	test_names();
 	test_catalog();
 	test_check_op();
