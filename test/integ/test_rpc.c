@@ -2,7 +2,7 @@
  * test_rpc.c — the memnode's RPCs end to end through dm_client, over tcp
  * and shm (RPCs always travel on the socket; with shm the catalog words
  * they return are then used through the mapping): ping, chunk
- * alloc/free/free-owner, tree catalog create/open/drop/list with filters
+ * alloc/free/free-owner, slabs given back and reused, tree catalog create/open/drop/list with filters
  * and pagination, stats, client counters, and client-side limits.
  */
 #define _GNU_SOURCE
@@ -115,6 +115,35 @@ run(const char *tag, int backend, const memnode_proc *mn)
 		CHECK(dm_write(c, s1 + 8184, &v, 8) == DM_OK && dm_read(c, s1 + 8184, &v, 8) == DM_OK && v == 0x5AB,
 			  "%s: slab is usable", tag);
 		CHECK(dm_chunk_free_owner(c, node, 0x6666, &n) == DM_OK && n == 1, "%s: slabs freed with their owner (1 chunk)", tag);
+	}
+
+	/* slabs given back: counted, refused when not the owner's or twice, reused */
+	{
+		dm_gaddr	s1 = 0,
+					s2 = 0;
+		dm_node_stats a, b;
+
+		CHECK_STATUS(dm_node_stats_get(c, node, &a), DM_OK, "%s: stats before slabs", tag);
+		CHECK_STATUS(dm_slab_alloc(c, node, 0x7777, 4096, &s1), DM_OK, "%s: slab of 4 KiB", tag);
+		CHECK_STATUS(dm_slab_alloc(c, node, 0x7777, 256, &s2), DM_OK, "%s: slab of one 256-byte node", tag);
+		CHECK_STATUS(dm_node_stats_get(c, node, &b), DM_OK, "%s: stats after slabs", tag);
+		CHECK(b.bytes_in_use == a.bytes_in_use + 4096 + 256, "%s: bytes_in_use counts both slabs", tag);
+		CHECK_STATUS(dm_slab_free(c, 0x7778, s1 + 1024, 3072), DM_ERR_INVALID, "%s: give back another owner's slab -> INVALID", tag);
+		CHECK_STATUS(dm_slab_free(c, 0x7777, s1 + 1024, 3072), DM_OK, "%s: give back the last 3 KiB of the first slab", tag);
+		CHECK_STATUS(dm_slab_free(c, 0x7777, s1 + 2048, 1024), DM_ERR_INVALID, "%s: give back part of it again -> INVALID", tag);
+		CHECK_STATUS(dm_slab_free(c, 0x7777, dm_gaddr_make(node + 1, dm_gaddr_offset(s1)), 256), DM_ERR_NOTFOUND,
+					 "%s: address on a memnode the client does not know -> NOTFOUND", tag);
+		CHECK_STATUS(dm_slab_free(c, 0x7777, s1 + 8192, 256), DM_ERR_INVALID,
+					 "%s: beyond what was carved -> INVALID", tag);
+		CHECK_STATUS(dm_node_stats_get(c, node, &b), DM_OK, "%s: stats after giving back", tag);
+		CHECK(b.bytes_in_use == a.bytes_in_use + 1024 + 256, "%s: bytes_in_use drops by 3 KiB", tag);
+		v = 0;
+		CHECK_STATUS(dm_slab_alloc(c, node, 0x7777, 2048, &s2), DM_OK, "%s: a 2 KiB slab", tag);
+		CHECK(s2 == s1 + 1024 && dm_read(c, s2, &v, 8) == DM_OK && v == 0,
+			  "%s: it reuses the range given back, zeroed", tag);
+		CHECK(dm_chunk_free_owner(c, node, 0x7777, &n) == DM_OK && n == 1, "%s: freed with their owner", tag);
+		CHECK_STATUS(dm_node_stats_get(c, node, &b), DM_OK, "%s: stats at the end of slabs", tag);
+		CHECK(b.bytes_in_use == a.bytes_in_use, "%s: bytes_in_use back where it was", tag);
 	}
 
 	/* catalog */

@@ -370,6 +370,8 @@ test_rpc_sizes(void)
 	CHECK(dm_rpc_request_size(DM_RPC_STATS) == 0, "STATS: no argument");
 	CHECK(dm_rpc_request_size(DM_RPC_SLAB_ALLOC) == (int) sizeof(dm_rpc_slab_req) && sizeof(dm_rpc_slab_req) == 16,
 		  "SLAB_ALLOC: owner + size (16 bytes)");
+	CHECK(dm_rpc_request_size(DM_RPC_SLAB_FREE) == (int) sizeof(dm_rpc_slab_free_req) && sizeof(dm_rpc_slab_free_req) == 24,
+		  "SLAB_FREE: owner + address + size (24 bytes)");
 	CHECK(sizeof(dm_tree_name) == 128 && sizeof(dm_rpc_list_req) == 24, "tree name 128, list req 24 bytes");
 	CHECK(dm_rpc_request_size(0) == -1, "code 0 unknown");
 	CHECK(dm_rpc_request_size(DM_RPC_CODE_MAX + 1) == -1, "code MAX+1 unknown");
