@@ -28,7 +28,20 @@
  * else until it is returned, and a handle returns only ranges it never
  * handed out); (2) every grant is a whole number of nodes and starts at a
  * node boundary of its chunk, so nodes stay node-aligned whoever returned
- * the ranges before; (3) grants come zeroed.
+ * the ranges before; (3) grants come zeroed.  Only ranges no tree node ever
+ * pointed to are returned (a grant's unused rest), so no reader can hold an
+ * address inside a returned range.
+ *
+ * Not done here yet: empty leaves are not reclaimed (deletes leave them in
+ * the tree, DESIGN.md §5).  Reusing a node that was reachable needs, beyond
+ * unlinking it under locks and marking it DM_NODE_DEAD: (a) writers that
+ * lock a node must not lose their lock to the reuse (today a new node is
+ * written whole, lock word included, and the memnode's returned-range
+ * header and zeroing overwrite the lock word), so a reused address must be
+ * locked by CAS before its new contents are written; (b) a reader that
+ * finds freed memory must restart rather than retry validation until it
+ * reports corruption; (c) iterator steps (dm_tree_scan.c) must treat a DEAD
+ * leaf as stale.  These are changes to the node write/lock protocol.
  */
 #include "dm_tree_int.h"
 
