@@ -14,6 +14,7 @@
 # user.  The memnode is $DM_MEMNODE, by default build/dmindex-memnode of
 # this tree, else dmindex-memnode on PATH.  PG_TEST_NOCLEAN=1 keeps the work
 # directory (data directories and logs); it is also kept when a test fails.
+# DM_PGBENCH_SECONDS (001) and DM_SHORT_CONNECTIONS (010) reach the tests.
 # Exit status 0 iff nothing failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,7 +84,7 @@ env_vars=(
     "LANG=C.UTF-8"
 )
 # the tests' own knobs (durations of the long runs) pass through
-for v in PG_TEST_TIMEOUT_DEFAULT DM_PGBENCH_SECONDS DMINDEX_STRESS_SECONDS; do
+for v in PG_TEST_TIMEOUT_DEFAULT DM_PGBENCH_SECONDS DMINDEX_STRESS_SECONDS DM_SHORT_CONNECTIONS; do
     [ -n "${!v:-}" ] && env_vars+=("$v=${!v}")
 done
 mkdir -p "$WORK/portlock" && [ "$(id -u)" -eq 0 ] && chown "$DM_USER" "$WORK/portlock"

@@ -201,45 +201,67 @@ link_after(dm_region *r, uint64_t i, uint64_t prev)
 }
 
 /*
- * Whether chunk i's list of returned ranges is intact: every link inside
- * the carved part of the chunk, aligned, with our header, ascending and not
- * overlapping.  The headers live in client-writable memory, so a damaged
- * list is dropped (its bytes stay allocated to the owner) instead of being
- * followed anywhere.  *free_bytes (may be NULL) gets the list's total.
+ * The headers of returned ranges live in client-writable memory: each one
+ * is copied out and checked before use (inside the carved part of chunk i,
+ * at or above min, aligned, ours, its next link ahead of it), and only the
+ * copy is used, so whatever a client writes there, every address the
+ * memnode computes from it stays inside the chunk.
  */
 static int
-free_list_ok(dm_region *r, uint64_t i, uint64_t *free_bytes)
+load_range(dm_region *r, uint64_t i, uint64_t off, uint64_t min, dm_free_range *f)
 {
 	uint64_t	start = chunk_start(r, i);
 	uint64_t	end = start + r->chunks[i].used;
-	uint64_t	off = r->chunks[i].free_head;
-	uint64_t	min = start;
-	uint64_t	total = 0;
 
-	/* ranges are at least DM_SLAB_ALIGN apart: this bounds a cycle */
+	if (off < min || off < start || off >= end || (off - start) % DM_SLAB_ALIGN != 0)
+		return 0;
+	memcpy(f, r->base + off, sizeof(*f));
+	if (f->magic != DM_FREE_MAGIC || f->size == 0 || f->size % DM_SLAB_ALIGN != 0 ||
+		f->size > end - off)
+		return 0;
+	return f->next == 0 || f->next >= off + f->size;
+}
+
+/*
+ * Walk chunk i's list; *free_bytes gets its total, *last and *before_last
+ * (may be NULL) its last range and the one before (0 if none).  A damaged
+ * list is dropped if `repair` (its bytes stay allocated to the owner) and
+ * reported as 0; ranges are at least DM_SLAB_ALIGN apart, which bounds it.
+ */
+static int
+walk_list(dm_region *r, uint64_t i, int repair, uint64_t *free_bytes, uint64_t *last,
+		  uint64_t *before_last)
+{
+	uint64_t	off = r->chunks[i].free_head,
+				min = 0,
+				prev = 0,
+				pprev = 0,
+				total = 0;
+	dm_free_range f;
+
 	for (uint64_t n = 0; off != 0; n++)
 	{
-		const dm_free_range *f;
-
-		if (n > r->sb->chunk_size / DM_SLAB_ALIGN || off < min || off >= end ||
-			(off - start) % DM_SLAB_ALIGN != 0)
-			goto bad;
-		f = range_at(r, off);
-		if (f->magic != DM_FREE_MAGIC || f->size == 0 || f->size % DM_SLAB_ALIGN != 0 ||
-			f->size > end - off)
-			goto bad;
-		total += f->size;
-		min = off + f->size;
-		off = f->next;
+		if (n > r->sb->chunk_size / DM_SLAB_ALIGN || !load_range(r, i, off, min, &f))
+		{
+			if (repair)
+				r->chunks[i].free_head = 0;
+			if (free_bytes)
+				*free_bytes = 0;
+			return 0;
+		}
+		total += f.size;
+		min = off + f.size;
+		pprev = prev;
+		prev = off;
+		off = f.next;
 	}
 	if (free_bytes)
 		*free_bytes = total;
+	if (last)
+		*last = prev;
+	if (before_last)
+		*before_last = pprev;
 	return 1;
-bad:
-	r->chunks[i].free_head = 0;
-	if (free_bytes)
-		*free_bytes = 0;
-	return 0;
 }
 
 static void
@@ -257,21 +279,26 @@ put_header(dm_region *r, uint64_t off, uint64_t next, uint64_t size)
 static int
 take_returned(dm_region *r, uint64_t i, uint64_t size, uint64_t *offset)
 {
-	uint64_t	prev = 0;
+	uint64_t	prev = 0,
+				min = 0;
+	dm_free_range f;
 
-	if (!free_list_ok(r, i, NULL))
+	if (!walk_list(r, i, 1, NULL, NULL, NULL))
 		return 0;
-	for (uint64_t off = r->chunks[i].free_head; off != 0; prev = off, off = range_at(r, off)->next)
+	for (uint64_t off = r->chunks[i].free_head; off != 0; prev = off, min = off + f.size, off = f.next)
 	{
-		dm_free_range *f = range_at(r, off);
-
-		if (f->size < size)
+		if (!load_range(r, i, off, min, &f))
+		{
+			r->chunks[i].free_head = 0;	/* changed under us: drop it */
+			return 0;
+		}
+		if (f.size < size)
 			continue;
-		if (f->size == size)
-			*link_after(r, i, prev) = f->next;
+		if (f.size == size)
+			*link_after(r, i, prev) = f.next;
 		else
 		{
-			put_header(r, off + size, f->next, f->size - size);
+			put_header(r, off + size, f.next, f.size - size);
 			*link_after(r, i, prev) = off + size;
 		}
 		*offset = off;
@@ -323,7 +350,8 @@ int
 dm_region_slab_free(dm_region *r, uint64_t owner, uint64_t offset, uint64_t size)
 {
 	uint64_t	cs = r->sb->chunk_size;
-	uint64_t	i, start, prev = 0, next;
+	uint64_t	i, start, prev = 0, next, min = 0, cur, last, before_last;
+	dm_free_range pf = {0}, nf = {0};
 	dm_chunk_desc *d;
 
 	if (owner == 0 || size == 0 || size % DM_SLAB_ALIGN != 0 || size > cs ||
@@ -336,46 +364,54 @@ dm_region_slab_free(dm_region *r, uint64_t owner, uint64_t offset, uint64_t size
 	start = chunk_start(r, i);
 	if (d->owner != owner || offset + size > start + d->used)
 		return DM_ERR_INVALID;
-	(void) free_list_ok(r, i, NULL);
+	(void) walk_list(r, i, 1, NULL, NULL, NULL);
 
-	/* prev: the last range below offset; next: the first one above */
-	next = d->free_head;
-	while (next != 0 && next < offset)
+	/* prev: the last range below offset; next: the first one at or above */
+	for (next = d->free_head; next != 0;)
 	{
+		if (!load_range(r, i, next, min, &nf))
+		{
+			d->free_head = 0;	/* changed under us: drop it, start a new list */
+			prev = next = 0;
+			break;
+		}
+		if (next >= offset)
+			break;
 		prev = next;
-		next = range_at(r, next)->next;
+		pf = nf;
+		min = next + nf.size;
+		next = nf.next;
 	}
 	/* a range (partly) returned already: refuse, so nothing is handed out twice */
-	if ((prev != 0 && prev + range_at(r, prev)->size > offset) ||
-		(next != 0 && offset + size > next))
+	if ((prev != 0 && prev + pf.size > offset) || (next != 0 && offset + size > next))
 		return DM_ERR_INVALID;
 
 	/* insert, merging with the neighbours it touches */
-	if (prev != 0 && prev + range_at(r, prev)->size == offset)
+	if (prev != 0 && prev + pf.size == offset)
 	{
-		range_at(r, prev)->size += size;
-		offset = prev;
+		cur = prev;
+		size += pf.size;
+		range_at(r, cur)->size = size;
 	}
 	else
 	{
-		put_header(r, offset, next, size);
-		*link_after(r, i, prev) = offset;
+		cur = offset;
+		put_header(r, cur, next, size);
+		*link_after(r, i, prev) = cur;
 	}
-	if (next != 0 && offset + range_at(r, offset)->size == next)
+	if (next != 0 && cur + size == next)
 	{
-		range_at(r, offset)->size += range_at(r, next)->size;
-		range_at(r, offset)->next = range_at(r, next)->next;
+		range_at(r, cur)->size = size + nf.size;
+		range_at(r, cur)->next = nf.next;
 	}
 
-	/* a range that ends at the bump pointer lowers it instead */
-	prev = 0;
-	for (uint64_t off = d->free_head; off != 0; prev = off, off = range_at(r, off)->next)
-		if (range_at(r, off)->next == 0 && off + range_at(r, off)->size == start + d->used)
-		{
-			*link_after(r, i, prev) = 0;
-			d->used = off - start;
-			break;
-		}
+	/* the last range, if it ends at the bump pointer, lowers it instead */
+	if (walk_list(r, i, 1, NULL, &last, &before_last) && last != 0 &&
+		last + range_at(r, last)->size == start + d->used)
+	{
+		*link_after(r, i, before_last) = 0;
+		d->used = last - start;
+	}
 	if (d->used == 0)
 		release_chunk(r, i);
 	return DM_OK;
@@ -391,7 +427,7 @@ dm_region_bytes_in_use(dm_region *r)
 		{
 			uint64_t	free_bytes;
 
-			(void) free_list_ok(r, i, &free_bytes);
+			(void) walk_list(r, i, 0, &free_bytes, NULL, NULL);
 			total += r->chunks[i].used - free_bytes;
 		}
 	return total;

@@ -385,6 +385,16 @@ test_slab_free(void)
 	((dm_free_range *) (base + a[2]))->magic = 0;
 	CHECK_STATUS(dm_region_slab_free(&r, 72, a[1], n), DM_OK, "damage: freeing next to a stale header works");
 	CHECK(dm_region_bytes_in_use(&r) == 4 * n, "damage: accounting consistent (5 carved, 1 returned)");
+	{
+		/* a size that reaches past the chunk: never used to compute an address */
+		uint64_t	ch = a[0] - (a[0] - r.sb->data_off) % cs;
+
+		CHECK_STATUS(dm_region_slab_free(&r, 72, a[3], n), DM_OK, "damage: free node 3");
+		((dm_free_range *) (base + a[3]))->size = UINT64_C(1) << 40;
+		CHECK_STATUS(dm_region_slab_alloc(&r, 72, 2 * n, 1, &y), DM_OK, "damage: allocation after a huge size");
+		CHECK(y >= ch && y + 2 * n <= ch + cs && y != a[3], "damage: the grant is inside the chunk, not the damaged range");
+		CHECK(dm_region_bytes_in_use(&r) <= cs, "damage: the count stays within the chunk");
+	}
 	dm_region_chunk_free_owner(&r, 72);
 	CHECK(r.sb->chunks_used == used0, "damage: the owner's chunk freed with it");
 }
