@@ -14,7 +14,7 @@
 # user.  The memnode is $DM_MEMNODE, by default build/dmindex-memnode of
 # this tree, else dmindex-memnode on PATH.  PG_TEST_NOCLEAN=1 keeps the work
 # directory (data directories and logs); it is also kept when a test fails.
-# DM_PGBENCH_SECONDS (001) and DM_SHORT_CONNECTIONS (010) reach the tests.
+# DM_PGBENCH_SECONDS (001) and DM_SHORT_CONNECTIONS (016) reach the tests.
 # Exit status 0 iff nothing failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,4 @@
-# 010_short_connections.pl — many short connections must not fill the memnode.
+# 016_short_connections.pl — many short connections must not fill the memnode.
 #
 # 10,000 connections (pgbench -C: a new connection for every transaction),
 # each inserting one row through a dmindex index and disconnecting.  Every
