@@ -1,7 +1,35 @@
 /*
  * dm_tree_io.c — remote I/O on tree nodes: validated optimistic reads,
- * lock acquisition (CAS and read in one round trip), write-and-unlock (one
- * round trip).  Where new nodes come from is dm_tree_alloc.c.
+ * lock acquisition (CAS and read in one round trip), fenced write-and-unlock
+ * (one round trip).  Where new nodes come from is dm_tree_alloc.c.
+ *
+ * Fencing (why a lock is not enough).  A lock word cannot stop a write its
+ * holder already issued: a tcp batch sent before an op_timeout (or a cancel)
+ * can execute at the memnode long after, when the lock has been taken over
+ * or is free again, and a process stalled past lock_timeout (taken over as
+ * if dead) writes when it wakes.  So every node write is a conditional
+ * batch on the node's VERSION word (write_nodes):
+ *
+ *     CAS(version: v -> (v+1) | DIRTY)  flagged DM_OPF_GUARD
+ *     [new, still unreachable nodes of a split, same memnode]
+ *     WRITE bytes [16, used)            checksum, header, entries
+ *     WRITE version = v+1               clean again
+ *     CAS(lock: ours -> 0)              release (never a blind store)
+ *
+ * v is the version of the copy the write was computed from.  A failed guard
+ * stops the batch where it is, on the memnode's executor and on the shm
+ * client's alike, so a stale writer (its copy predates a write that landed)
+ * lands nothing, whenever its batch runs; the writer learns it
+ * (DM_TREE_STALE) and redoes its operation from a fresh copy.  Two writers
+ * can never both land on one node: the CAS admits one per version.  While a
+ * write is under way the version word is DIRTY, which no checksum matches,
+ * so no reader and no writer accepts the node until the last store of the
+ * winning write is done: a writer that took a lock over cannot compute its
+ * write from a half-landed one and race the rest of it.  The lock is thus
+ * only for progress (one writer at a time, no wasted work); safety rests on
+ * the guard, and takeover of a lock after lock_timeout (dm_node_lock) is
+ * mere liveness for dead holders: the worst a live holder taken over can
+ * do is waste its own write.
  */
 #include <sched.h>
 #include <stdarg.h>
@@ -141,11 +169,13 @@ next_lock_value(dm_tree *t)
 }
 
 int
-dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
+dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 {
 	uint64_t	seen = 0;
 	uint64_t	seen_since = 0;
 	uint64_t	mine = next_lock_value(t);
+
+	*held = mine;
 
 	for (int k = 0;; k++)
 	{
@@ -172,7 +202,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 			 */
 			if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 			{
-				dm_node_unlock(t, addr);
+				dm_node_unlock(t, addr, mine);
 				return rc;
 			}
 			return DM_OK;
@@ -181,9 +211,12 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 
 		/*
 		 * A holder that keeps the same lock value for lock_timeout has died
-		 * (a crashed backend): take the lock over.  Its write, if any, was
-		 * either applied whole or not at all (a batch executes whole), so
-		 * the node is consistent — validation checks that.
+		 * (a crashed backend) or is stalled: take the lock over.  If it is
+		 * alive after all, its write was computed from the version we are
+		 * about to read or an older one, so at most one of its write and
+		 * ours lands (the guard, see the top of the file); a write of it
+		 * still under way keeps the node DIRTY, which the read below waits
+		 * out.
 		 */
 		if (ops[0].result != seen)
 		{
@@ -201,7 +234,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 				t->ctr.lock_takeovers++;
 				if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 				{
-					dm_node_unlock(t, addr);
+					dm_node_unlock(t, addr, mine);
 					return rc;
 				}
 				return DM_OK;
@@ -212,61 +245,81 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 }
 
 int
-dm_node_unlock(dm_tree *t, dm_gaddr addr)
+dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held)
 {
-	uint64_t	zero = 0;
-	int			rc = dm_write(t->c, addr, &zero, sizeof(zero));
+	uint64_t	old;
+	/* a CAS: if our lock was taken over meanwhile, it is not ours to clear */
+	int			rc = dm_cas(t->c, addr, held, 0, &old);
 
 	return rc == DM_OK ? DM_OK : transport_error(t, rc);
 }
 
 /*
- * Write new nodes, then the node at addr (sealed), and release its remote
- * lock if `release` (else the lock word is left alone: a node written under
- * its cache frame's local lock only).
+ * Write new nodes, then the node at addr (sealed), fenced by its version
+ * (see the top of the file), and release its remote lock `held` (0: a node
+ * written under its cache frame's local lock only; the guard fences it all
+ * the same).  DM_TREE_STALE: the guard failed, nothing of the node landed
+ * (new nodes on another memnode did, unreachable: leaked), and our lock,
+ * if we still had it, is released.
  */
 static int
-write_nodes(dm_tree *t, dm_gaddr addr, void *buf, int release,
+write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
 	dm_op		ops[8];
-	int			n = 0;
-	uint64_t	zero = 0;
+	int			n = 0, g;
+	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
+
+	if (nnew > 4)
+		return dm_tree_fail(t, DM_ERR_INTERNAL, "too many new nodes in one write");
 
 	/*
 	 * New nodes must be in place before the node that makes them reachable.
-	 * Ops to one memnode execute in order, so a single batch suffices when
-	 * everything is on the locked node's memnode; otherwise post the new
-	 * nodes first.
+	 * Ops to one memnode execute in order, so those on the locked node's
+	 * memnode go into its batch (after the guard: a failed guard writes
+	 * nothing); the others are posted first.
 	 */
 	for (int i = 0; i < nnew; i++)
 	{
 		NODE_HDR(new_bufs[i])->lock = 0;
 		dm_node_seal(new_bufs[i]);
-		dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
 		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr))
 		{
-			if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
+			dm_op_write(&ops[0], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+			if ((rc = dm_post(t->c, ops, 1, NULL)) != DM_OK)
 				return transport_error(t, rc);
-			n = 0;
 		}
 	}
 	dm_node_seal(buf);
-	/* the body first (from byte 8: the lock word stays ours), then release */
-	dm_op_write(&ops[n++], addr + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
-	if (release)
-		dm_op_write(&ops[n++], addr, &zero, 8);
+	g = n;
+	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
+	for (int i = 0; i < nnew; i++)
+		if (dm_gaddr_node(new_addrs[i]) == dm_gaddr_node(addr))
+			dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+	/* from the checksum on (lock and version words are the ops'), then clean */
+	dm_op_write(&ops[n++], addr + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
+	dm_op_write(&ops[n++], addr + 8, &NODE_HDR(buf)->version, 8);
+	if (held)
+		dm_op_atomic(&ops[n++], DM_OP_CAS, addr, held, 0);
 	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
 		return transport_error(t, rc);
+	if (dm_op_guard_failed(&ops[g]))
+	{
+		t->ctr.fenced_writes++;
+		NODE_HDR(buf)->version = v;
+		if (held && (rc = dm_node_unlock(t, addr, held)) != DM_OK)
+			return rc;
+		return DM_TREE_STALE;
+	}
 	return DM_OK;
 }
 
 int
-dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
+dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
-	return write_nodes(t, addr, buf, 1, nnew, new_addrs, new_bufs);
+	return write_nodes(t, addr, buf, held, nnew, new_addrs, new_bufs);
 }
 
 /* ---- through the cache ------------------------------------------------------------ */
@@ -381,8 +434,9 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	wl->addr = addr;
 	wl->frame = DM_FRAME_NONE;
 	wl->remote = 1;
+	wl->held = 0;
 	if (c == NULL || !dm_cache_caches_level(c, level))
-		return dm_node_lock(t, addr, buf);
+		return dm_node_lock(t, addr, buf, &wl->held);
 
 	/*
 	 * Nodes at a cached level are written through their frame, always (a
@@ -423,7 +477,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 				{
 					/* a retired node: lock it remotely like any stale address */
 					dm_cache_admit_abort(c, f);
-					return dm_node_lock(t, addr, buf);
+					return dm_node_lock(t, addr, buf, &wl->held);
 				}
 				dm_cache_admit_finish(c, f, buf, t->node_size, NODE_HDR(buf)->level,
 									  ctx.pframe, ctx.slot, 1);
@@ -462,7 +516,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 		return DM_OK;
 	}
 	/* shared: other instances write it too, under the remote lock (which reads it fresh) */
-	if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+	if ((rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
 	{
 		dm_cache_unlock_drop(c, f);
 		return rc;
@@ -478,12 +532,15 @@ dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 	int			rc = DM_OK;
 
 	if (changed)
-		rc = write_nodes(t, wl->addr, buf, wl->remote, nnew, new_addrs, new_bufs);
+		rc = write_nodes(t, wl->addr, buf, wl->remote ? wl->held : 0, nnew, new_addrs, new_bufs);
 	else if (wl->remote)
-		rc = dm_node_unlock(t, wl->addr);
+		rc = dm_node_unlock(t, wl->addr, wl->held);
 	if (wl->frame != DM_FRAME_NONE)
 	{
-		/* a failed write may or may not have landed: forget the copy */
+		/*
+		 * A failed write may or may not have landed, and a fenced one
+		 * (DM_TREE_STALE) found the node newer than our copy: forget it.
+		 */
 		if ((changed && rc != DM_OK) || !cacheable(t, buf))
 			dm_cache_unlock_drop(c, wl->frame);
 		else

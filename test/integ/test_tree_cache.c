@@ -1388,9 +1388,15 @@ group2_one(const transport *tr)
 			  label, nodes, sum_levels(s1.frames_used));
 		CHECK(rc_.local_writes == G2_INSERTS, "%s: every insert was a local write (%" PRIu64 ")", label,
 			  rc_.local_writes);
-		CHECK(rc_.atomics * 20 <= G2_INSERTS, "%s: with cache: %" PRIu64 " remote atomics for %d inserts (far fewer)",
+		/*
+		 * Every node write carries one guard CAS on the version word (the
+		 * fence against stale writes, dm_tree_io.c); an owned write takes
+		 * no lock, which costs two more (acquire, release).
+		 */
+		CHECK(rc_.atomics <= G2_INSERTS + G2_INSERTS / 20,
+			  "%s: with cache: %" PRIu64 " remote atomics for %d inserts (the version guard, no lock)",
 			  label, rc_.atomics, G2_INSERTS);
-		CHECK(rp.atomics >= G2_INSERTS, "%s: without cache: %" PRIu64 " remote atomics for %d inserts (a lock each)",
+		CHECK(rp.atomics >= 3 * G2_INSERTS, "%s: without cache: %" PRIu64 " remote atomics for %d inserts (lock, guard, release each)",
 			  label, rp.atomics, G2_INSERTS);
 		CHECK(rc_.round_trips < rp.round_trips, "%s: round trips with cache %" PRIu64 " < without %" PRIu64, label,
 			  rc_.round_trips, rp.round_trips);
