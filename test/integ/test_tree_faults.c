@@ -505,7 +505,7 @@ random_fault(void)
 			f.ms = LOCK_TIMEOUT_MS + 50 + (int) rnd_below(300);
 			break;
 	}
-	f.at = 1 + rnd_below(500);
+	f.at = 1 + rnd_below(200);
 	return f;
 }
 
