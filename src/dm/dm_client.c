@@ -289,6 +289,14 @@ dm_client_nnodes(const dm_client *c)
 }
 
 int
+dm_client_is_local(const dm_client *c, uint16_t node_id)
+{
+	const dm_conn *cn = conn_by_node(c, node_id);
+
+	return cn != NULL && cn->status == DM_OK && cn->backend == DM_BACKEND_SHM;
+}
+
+int
 dm_client_node_info(const dm_client *c, int idx, dm_node_info *out)
 {
 	const dm_conn *cn;
@@ -491,7 +499,7 @@ idx_push(dm_conn *cn, int i)
 void
 dm_client_set_fault(dm_client *c, const dm_fault *f)
 {
-	c->kill_mid_words = 0;
+	c->kill_mid_armed = 0;
 	if (f == NULL || f->action == DM_FAULT_NONE || f->at == 0)
 	{
 		memset(&c->fault, 0, sizeof(c->fault));
@@ -528,6 +536,8 @@ fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 	memset(&c->fault, 0, sizeof(c->fault));
 	if (ops == NULL && f.action == DM_FAULT_LATE)
 		f.action = DM_FAULT_FAIL;
+	if (ops == NULL && f.action == DM_FAULT_KILL_MID)
+		f.action = DM_FAULT_KILL;
 	switch (f.action)
 	{
 		case DM_FAULT_NONE:
@@ -539,7 +549,8 @@ fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 			for (int t = 0; t < ntouched; t++)
 				if (touched[t]->backend == DM_BACKEND_SHM)
 				{
-					c->kill_mid_words = f.words ? f.words : 1;
+					c->kill_mid_words = f.words;
+					c->kill_mid_armed = 1;
 					return DM_OK;
 				}
 			/* a tcp batch executes whole at the memnode: die before it */

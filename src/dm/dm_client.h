@@ -108,6 +108,8 @@ extern int	dm_client_reconnect(dm_client *c, uint16_t node_id);
 extern int	dm_client_accept_incarnation(dm_client *c, uint16_t node_id);
 
 extern int	dm_client_nnodes(const dm_client *c);
+/* 1 if ops on memnode node_id run in this process (shm backend), else 0. */
+extern int	dm_client_is_local(const dm_client *c, uint16_t node_id);
 /* Info about the idx-th connection (0 <= idx < nnodes). */
 extern int	dm_client_node_info(const dm_client *c, int idx, dm_node_info *out);
 /* Counters of one memnode's connection, or of all (node_id < 0). */
@@ -217,9 +219,10 @@ extern int	dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out)
  *             sat in the network past op_timeout would arrive; the caller
  *             reaps the child (wait()).  RPCs: like FAIL;
  *   KILL_MID  over shm, the step runs until `words` 8-byte words of its
- *             first WRITE longer than that are stored, then the process
- *             gets SIGKILL (a backend killed between two stores); over tcp
- *             (the memnode executes a batch whole) like KILL.
+ *             WRITEs (counted across them, in op order) are stored, then
+ *             the process gets SIGKILL (a backend killed between two
+ *             stores; at the end of the step if it stores fewer); over tcp
+ *             (the memnode executes a batch whole) and for RPCs like KILL.
  * A NULL or NONE fault disarms.  dm_client_steps() counts steps so far.
  */
 typedef enum dm_fault_action

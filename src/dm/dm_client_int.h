@@ -45,7 +45,8 @@ struct dm_client
 	char		name[32];		/* sent in the handshake, shown in the memnode's log */
 	uint64_t	steps;			/* dm_post calls and RPCs (fault injection counts these) */
 	dm_fault	fault;			/* armed when action != NONE; at = absolute step */
-	uint32_t	kill_mid_words;	/* dm_shm_post: die after this many words (0 = off) */
+	int			kill_mid_armed;	/* dm_shm_post: die after kill_mid_words stored words */
+	uint32_t	kill_mid_words;
 	char		err[640];
 };
 

@@ -152,11 +152,16 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 				cn->ctr.bytes_read += op->len;
 				break;
 			case DM_OP_WRITE:
-				if (c->kill_mid_words && op->len > c->kill_mid_words * 8)
+				if (c->kill_mid_armed)
 				{
-					/* fault injection: die between two stores of this write */
-					dm_mem_write(p, op->buf, c->kill_mid_words * 8, tear);
-					raise(SIGKILL);
+					/* fault injection: die between two stores */
+					if ((uint64_t) c->kill_mid_words * 8 < op->len)
+					{
+						if (c->kill_mid_words > 0)
+							dm_mem_write(p, op->buf, c->kill_mid_words * 8, tear);
+						raise(SIGKILL);
+					}
+					c->kill_mid_words -= (op->len + 7) / 8;
 				}
 				dm_mem_write(p, op->buf, op->len, tear);
 				cn->ctr.bytes_written += op->len;
@@ -174,6 +179,8 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 		}
 		cn->ctr.ops[op->kind]++;
 	}
+	if (c->kill_mid_armed)
+		raise(SIGKILL);			/* the step stored fewer words than the fault wanted */
 	cn->ctr.round_trips++;
 	return DM_OK;
 }

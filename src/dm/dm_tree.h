@@ -311,6 +311,7 @@ typedef struct dm_tree_counters
 	uint64_t	restarts;		/* descents restarted from the root */
 	uint64_t	fenced_writes;	/* writes whose version guard failed (redone) */
 	uint64_t	root_repairs;	/* unfinished root splits this handle finished */
+	uint64_t	node_repairs;	/* torn nodes of dead writers rewritten from their redo slot */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

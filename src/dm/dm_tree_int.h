@@ -39,6 +39,9 @@ struct dm_tree
 	int			lock_timeout_ms;
 	uint64_t	token;			/* identifies this handle in lock words */
 	uint64_t	lock_seq;		/* makes every acquisition's lock value different */
+	/* redo slot of this handle on each memnode it writes over shm (dm_tree_io.c); 0 = none yet */
+	dm_gaddr	redo[DM_TREE_MAX_MEMNODES];
+	int			repairing;		/* dm_node_read is waiting to repair a node: no recursion */
 	dm_gaddr	root;			/* cached root address (0 = read the root word) */
 	unsigned	rr;				/* round-robin cursor for placement above level M */
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
@@ -100,6 +103,14 @@ extern int	dm_tree_read_root(dm_tree *t, dm_gaddr *root);
 extern int	dm_node_read(dm_tree *t, dm_gaddr addr, void *buf);
 /* Read several nodes in one round trip per memnode; each validated (retried alone). */
 extern int	dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs);
+/*
+ * Lock values with this bit set name the holder's redo slot (the rest, but
+ * for the low 8 bits, is its address): the holder writes over shm, where
+ * dying between two stores can leave a torn node (dm_tree_io.c).
+ */
+#define DM_LOCK_REDO (UINT64_C(1) << 63)
+#define DM_LOCK_REDO_SLOT(v) ((v) & ~DM_LOCK_REDO & ~UINT64_C(0xFF))
+
 /* Lock a node (CAS and read); *held gets the lock value to release it with. */
 extern int	dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held);
 extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held);

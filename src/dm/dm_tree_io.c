@@ -30,6 +30,28 @@
  * the guard, and takeover of a lock after lock_timeout (dm_node_lock) is
  * mere liveness for dead holders: the worst a live holder taken over can
  * do is waste its own write.
+ *
+ * Torn nodes (writers killed mid-write over shm).  A memnode executes a
+ * tcp batch whole, but a shm client stores the words itself: killed between
+ * its guard and its last store, it leaves the node DIRTY for good.  So a
+ * handle writing over shm first copies the node's full new image into its
+ * own redo slot (one node-sized block it allocates per memnode, written in
+ * the same batch, before the guard), and its lock value names that slot
+ * (DM_LOCK_REDO; shm writes always take the remote lock, owned nodes too,
+ * which there costs a CAS and no round trip).  A DIRTY node's lock is
+ * still held by its writer (the release is the last op).  Whoever takes
+ * that lock over after lock_timeout — a writer, or a reader that found the
+ * node DIRTY for longer than its retries (dm_node_read) — finds the slot
+ * from the lock value and, if the slot holds an image of exactly this node
+ * (address, version = the DIRTY version made clean, valid checksum),
+ * stores it and makes the version clean (repair_locked): the very bytes the
+ * dead writer was storing, so repairing is idempotent, and done under the
+ * lock, so no other writer is writing the node meanwhile.  The residual
+ * risk is a writer that is not dead but stalled between two stores for
+ * longer than lock_timeout (default 10 s): its remaining stores, equal to
+ * the repaired bytes, would land on whatever was written after the repair.
+ * Its lock value cannot tell a stalled process from a dead one; the
+ * lock_timeout is chosen so that the first does not happen.
  */
 #include <sched.h>
 #include <stdarg.h>
@@ -115,6 +137,25 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 		t->ctr.read_retries++;
 		backoff(k);
 	}
+
+	/*
+	 * DIRTY all along: a write under way for that long, or its writer died
+	 * in the middle (over shm).  Wait for its lock as a writer would —
+	 * taking it over after lock_timeout repairs the node from the dead
+	 * writer's redo slot — then read it under the lock.
+	 */
+	if ((NODE_HDR(buf)->version & DM_VERSION_DIRTY) && NODE_HDR(buf)->magic == DM_NODE_MAGIC && !t->repairing)
+	{
+		uint64_t	held;
+		int			rc;
+
+		t->repairing = 1;
+		rc = dm_node_lock(t, addr, buf, &held);
+		t->repairing = 0;
+		if (rc == DM_OK)
+			return dm_node_unlock(t, addr, held);
+		return rc;
+	}
 	return dm_tree_fail(t, DM_ERR_CORRUPT,
 						"node at 0x%llx failed validation %d times (magic, checksum or tree tag)",
 						(unsigned long long) addr, DM_TREE_READ_RETRIES);
@@ -163,9 +204,85 @@ dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs)
 static uint64_t
 next_lock_value(dm_tree *t)
 {
-	uint64_t	v = (t->token & ~UINT64_C(0xFFFFFF)) | (++t->lock_seq & 0xFFFFFF);
+	uint64_t	v = ((t->token & ~UINT64_C(0xFFFFFF)) | (++t->lock_seq & 0xFFFFFF)) & ~DM_LOCK_REDO;
 
 	return v ? v : 1;
+}
+
+/*
+ * The lock value for a write of the node at addr: over shm it names this
+ * handle's redo slot on that memnode (allocated on first use; without one,
+ * e.g. when the memnode is full, a plain value: no repair then).
+ */
+static uint64_t
+lock_value_for(dm_tree *t, dm_gaddr addr)
+{
+	uint16_t	mn = dm_gaddr_node(addr);
+	int			i;
+
+	if (!dm_client_is_local(t->c, mn))
+		return next_lock_value(t);
+	for (i = 0; i < t->nmemnodes && t->memnodes[i] != mn; i++)
+		;
+	if (i == t->nmemnodes)
+		return next_lock_value(t);
+	if (t->redo[i] == 0)
+	{
+		dm_gaddr	slot;
+
+		/* node addresses are node_size-aligned, so the low 8 bits are free for a sequence */
+		if (dm_node_alloc(t, mn, &slot) != DM_OK || (slot & 0xFF) != 0 || (slot & DM_LOCK_REDO))
+			return next_lock_value(t);
+		t->redo[i] = slot;
+	}
+	return DM_LOCK_REDO | t->redo[i] | (++t->lock_seq & 0xFF);
+}
+
+/*
+ * We hold the lock of the node at addr, taken over from `prev`.  If the
+ * node is DIRTY and prev's redo slot holds this node's image for exactly
+ * that version, store the image (the dead writer's write, finished).  1 if
+ * repaired, 0 if there was nothing to repair, else -status.
+ */
+static int
+repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
+{
+	dm_gaddr	slot = DM_LOCK_REDO_SLOT(prev);
+	uint8_t    *img;
+	uint64_t	ver, target;
+	dm_op		ops[2];
+	int			rc;
+
+	if (!(prev & DM_LOCK_REDO) || slot == 0 || dm_gaddr_node(slot) != dm_gaddr_node(addr))
+		return 0;
+	if ((img = aligned_alloc(8, t->node_size)) == NULL)
+		return -DM_ERR_NOMEM;
+	dm_op_read(&ops[0], addr + 8, &ver, 8);
+	dm_op_read(&ops[1], slot, img, t->node_size);
+	if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+	{
+		free(img);
+		return -rc;
+	}
+	memcpy(&target, img, 8);
+	rc = 0;
+	if ((ver & DM_VERSION_DIRTY) && target == addr &&
+		dm_node_valid(img, t->node_size, t->info.tree_id) &&
+		NODE_HDR(img)->version == (ver & ~DM_VERSION_DIRTY))
+	{
+		/* the body, then the version made clean only if still the dead writer's */
+		dm_op_write(&ops[0], addr + 16, img + 16, dm_node_used_bytes(img) - 16);
+		dm_op_atomic(&ops[1], DM_OP_CAS, addr + 8, ver, NODE_HDR(img)->version);
+		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+			rc = -rc;
+		else
+		{
+			t->ctr.node_repairs++;
+			rc = 1;
+		}
+	}
+	free(img);
+	return rc;
 }
 
 int
@@ -173,7 +290,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 {
 	uint64_t	seen = 0;
 	uint64_t	seen_since = 0;
-	uint64_t	mine = next_lock_value(t);
+	uint64_t	mine = lock_value_for(t, addr);
 
 	*held = mine;
 
@@ -232,6 +349,12 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 			if (old == seen)
 			{
 				t->ctr.lock_takeovers++;
+				/* a holder that died mid-write over shm left a torn node: finish its write */
+				if ((rc = repair_locked(t, addr, seen)) < 0)
+				{
+					dm_node_unlock(t, addr, mine);
+					return transport_error(t, -rc);
+				}
 				if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 				{
 					dm_node_unlock(t, addr, mine);
@@ -266,7 +389,7 @@ static int
 write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
-	dm_op		ops[8];
+	dm_op		ops[12];
 	int			n = 0, g;
 	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
@@ -292,6 +415,12 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		}
 	}
 	dm_node_seal(buf);
+	if (held & DM_LOCK_REDO)
+	{
+		/* the redo image first: whoever finds the node torn can finish the write from it */
+		dm_op_write(&ops[n++], DM_LOCK_REDO_SLOT(held), &addr, 8);
+		dm_op_write(&ops[n++], DM_LOCK_REDO_SLOT(held) + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
+	}
 	g = n;
 	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
 	for (int i = 0; i < nnew; i++)
@@ -513,6 +642,28 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 		if (from_frame)
 			dm_cache_count_hit(c, NODE_HDR(buf)->level, t->node_size);
 		wl->remote = 0;
+		if (dm_client_is_local(t->c, dm_gaddr_node(addr)))
+		{
+			/*
+			 * Over shm the remote lock as well, just a CAS: its value names
+			 * our redo slot, for the repair of a write we die in.  Taken
+			 * (by a process of ours that died holding it): the full path,
+			 * which waits it out, repairs and reads the node afresh.
+			 */
+			uint64_t	mine = lock_value_for(t, addr), old;
+
+			if ((rc = dm_cas(t->c, addr, 0, mine, &old)) != DM_OK)
+			{
+				dm_cache_unlock_drop(c, f);
+				return transport_error(t, rc);
+			}
+			wl->held = mine;
+			if (old != 0 && (rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
+			{
+				dm_cache_unlock_drop(c, f);
+				return rc;
+			}
+		}
 		return DM_OK;
 	}
 	/* shared: other instances write it too, under the remote lock (which reads it fresh) */
@@ -532,8 +683,8 @@ dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 	int			rc = DM_OK;
 
 	if (changed)
-		rc = write_nodes(t, wl->addr, buf, wl->remote ? wl->held : 0, nnew, new_addrs, new_bufs);
-	else if (wl->remote)
+		rc = write_nodes(t, wl->addr, buf, wl->held, nnew, new_addrs, new_bufs);
+	else if (wl->held)
 		rc = dm_node_unlock(t, wl->addr, wl->held);
 	if (wl->frame != DM_FRAME_NONE)
 	{

@@ -22,7 +22,9 @@
  * step it takes and every fault, writer A has that fault there while
  * writer B inserts into the same leaves meanwhile.  Part 3 runs random
  * schedules: NW writers on interleaved keys (so they share leaves), each
- * with up to two random faults.  FAULT_SCHEDULES=<n> sets the number of
+ * with up to two random faults.  Part 4 (shm) kills a writer between two
+ * stores of its write, at every point of it: a torn node must be repaired
+ * by the next one to meet it, not reported as corruption until REINDEX.  FAULT_SCHEDULES=<n> sets the number of
  * random schedules per transport (default 4; a long run: 200), TREE_SEED
  * the seed, TREE_BACKEND=tcp|shm one transport.
  */
@@ -83,6 +85,7 @@ typedef struct shared
 } shared;
 
 static shared *sh;
+static uint64_t g_node_repairs;	/* by check_tree's handles */
 static memnode_proc mn;
 static uint64_t g_seed = 1;
 
@@ -245,6 +248,12 @@ check_tree(const transport *tr, const dm_tree_name *tn, int nkeys, int extra_fro
 	}
 	ok &= CHECK(rc == DM_OK && bad == 0, "%s: every acknowledged insert is there, no acknowledged "
 				"delete came back (%d wrong, %" PRIu64 " entries)", label, bad, n);
+	{
+		dm_tree_counters ctr;
+
+		dm_tree_get_counters(t, &ctr);
+		g_node_repairs += ctr.node_repairs;
+	}
 	dm_tree_destroy(t);
 	dm_client_destroy(c);
 	return ok;
@@ -480,16 +489,137 @@ sweep(const transport *tr)
 			 tr->name, fenced, repairs);
 }
 
+/* ---- part 4: writers killed between two stores (shm) ------------------------------------------ */
+
+#define TORN_FILL 30			/* a tree of a few leaves */
+#define TORN_A_KEY 15			/* A's insert lands in a middle leaf */
+
+static void
+torn_a(const transport *tr, const dm_tree_name *tn, const dm_fault *f)
+{
+	dm_client  *c = connect_client(tr, "A");
+	dm_tree    *t = c ? open_tree(c, tn) : NULL;
+	int			key = TORN_A_KEY;
+	uint64_t	s0;
+	int			rc;
+
+	if (t == NULL)
+	{
+		cfail("A: cannot open the tree");
+		_exit(1);
+	}
+	s0 = dm_client_steps(c);
+	dm_client_set_fault(c, f);
+	rc = apply(t, &key, 1, 0);
+	sh->steps = dm_client_steps(c) - s0;
+	if (rc != DM_OK)
+		cfail("A: insert failed: %s: %s", dm_strerror(rc), dm_tree_error(t));
+	_exit(0);
+}
+
+/* Fresh tree with every other key of [0, 2 * TORN_FILL) but A's. */
+static int
+torn_setup(const transport *tr, dm_tree_name *tn, int run)
+{
+	char		name[64];
+	dm_client  *c;
+	dm_tree    *t;
+	int			rc = DM_OK;
+
+	snprintf(name, sizeof(name), "faults-torn-%s-%d", tr->name, run);
+	dm_tree_name_named(tn, name);
+	memset(sh, 0, sizeof(*sh));
+	if (create_tree(tr, tn) != DM_OK || (c = connect_client(tr, "setup")) == NULL)
+		return 0;
+	if ((t = open_tree(c, tn)) == NULL)
+		rc = DM_ERR_NOTFOUND;
+	for (int k = 0; k < 2 * TORN_FILL && rc == DM_OK; k++)
+		if (k != TORN_A_KEY)
+			rc = apply(t, &k, 1, 0);
+	dm_tree_close(t);
+	dm_client_destroy(c);
+	return rc == DM_OK;
+}
+
+/*
+ * A inserts one entry and dies after 0, 1, 2, ... words of the stores of a
+ * step (for the step that writes the leaf, at many points inside its redo
+ * image, its guard, its body and its version; for the others, at their
+ * start).  Afterwards readers must not see corruption: the first to find
+ * the leaf torn waits out A's lock and finishes A's write from its redo
+ * slot.
+ */
+static void
+torn(const transport *tr)
+{
+	static const uint32_t words[] = {0, 1, 3, 8, 17, 25, 33, 34, 35, 36, 40, 50, 60, 66, 1000};
+	dm_tree_name tn;
+	uint64_t	nsteps;
+	uint64_t	repairs0 = g_node_repairs;
+	int			run = 0, runs = 0, bad = 0;
+
+	if (!CHECK(torn_setup(tr, &tn, run++), "%s: torn: set up", tr->name))
+		return;
+	{
+		pid_t		a = fork();
+
+		if (a == 0)
+			torn_a(tr, &tn, NULL);
+		wait_pid_deadline(a, now_ns() + 30 * 1000000000ull);
+	}
+	nsteps = sh->steps;
+	CHECK(nsteps >= 2 && !sh->failed, "%s: torn: the insert takes %" PRIu64 " remote steps", tr->name, nsteps);
+	check_tree(tr, &tn, 2 * TORN_FILL, 5000, 0, "torn dry run");
+	for (uint64_t at = 1; at <= nsteps; at++)
+		for (size_t wi = 0; wi < sizeof(words) / sizeof(words[0]); wi++)
+		{
+			char		label[128];
+			dm_fault	f = {DM_FAULT_KILL_MID, at, 0, words[wi]};
+			pid_t		a;
+			int			st;
+
+			/* the last step writes the leaf: every point of it; the others only at their start */
+			if (at < nsteps && words[wi] != 0)
+				continue;
+			snprintf(label, sizeof(label), "%s: killed after %u words of step %" PRIu64, tr->name,
+					 words[wi], at);
+			if (!torn_setup(tr, &tn, run++))
+			{
+				CHECK(0, "%s: set up", label);
+				return;
+			}
+			if ((a = fork()) == 0)
+				torn_a(tr, &tn, &f);
+			st = wait_pid_deadline(a, now_ns() + 30 * 1000000000ull);
+			runs++;
+			if (st != 100 + SIGKILL || sh->failed)
+			{
+				bad++;
+				CHECK(0, "%s: A was killed (%d)%s%s", label, st, sh->failed ? ": " : "", sh->msg);
+			}
+			if (!check_tree(tr, &tn, 2 * TORN_FILL, 5000, 30, label))
+				bad++;
+		}
+	CHECK(bad == 0, "%s: torn: %d runs, %d bad", tr->name, runs, bad);
+	/* else the kills never tore a node and this part proved nothing */
+	CHECK(g_node_repairs - repairs0 >= 5, "%s: torn: %" PRIu64 " torn leaves were repaired from their writer's redo slot",
+		  tr->name, g_node_repairs - repairs0);
+}
+
 /* ---- part 3: random schedules ------------------------------------------------------------ */
 
 static dm_fault
-random_fault(void)
+random_fault(const transport *tr)
 {
 	dm_fault	f;
 
 	memset(&f, 0, sizeof(f));
-	switch (rnd_below(4))
+	switch (rnd_below(tr->backend == DM_BACKEND_SHM ? 5 : 4))
 	{
+		case 4:
+			f.action = DM_FAULT_KILL_MID;
+			f.words = (uint32_t) rnd_below(80);
+			break;
 		case 0:
 			f.action = DM_FAULT_FAIL;
 			break;
@@ -545,7 +675,7 @@ random_writer(const transport *tr, const dm_tree_name *tn, int sched, int w, int
 
 		if (nfaults > 0 && dm_client_steps(c) >= fault_at)
 		{
-			dm_fault	f = random_fault();
+			dm_fault	f = random_fault(tr);
 
 			dm_client_set_fault(c, &f);
 			fault_at = dm_client_steps(c) + f.at;
@@ -683,6 +813,8 @@ main(void)
 			continue;
 		test_guards(tr);
 		sweep(tr);
+		if (tr->backend == DM_BACKEND_SHM)
+			torn(tr);
 		random_schedules(tr, nsched);
 		tap_diag("%s: took %.1f s", tr->name, (now_ns() - t0) / 1e9);
 	}
