@@ -485,6 +485,8 @@ sweep(const transport *tr)
 				bad++;
 		}
 	CHECK(bad == 0, "%s: sweep: %d runs (4 faults x %" PRIu64 " steps), %d bad", tr->name, runs, nsteps, bad);
+	/* A stalled at its write while B took its lock over: A's write must have been fenced off */
+	CHECK(fenced >= 1, "%s: sweep: stalled writers' writes were fenced off and redone (%" PRIu64 ")", tr->name, fenced);
 	tap_diag("%s: sweep: %" PRIu64 " fenced writes redone, %" PRIu64 " unfinished root splits finished by others",
 			 tr->name, fenced, repairs);
 }
