@@ -329,6 +329,23 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 
 		if (n == t->inner_cap)
 		{
+			dm_gaddr	now;
+
+			/*
+			 * Most likely the root grew long ago and the level below it
+			 * has grown wide since: our look at the root word was stale
+			 * (we were stalled).  Then there is nothing to do.
+			 */
+			if ((rc = dm_read(t->c, t->info.root_addr, &now, sizeof(now))) != DM_OK)
+			{
+				rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+				goto out;
+			}
+			if (now != root)
+			{
+				t->root = 0;
+				goto out;
+			}
 			rc = dm_tree_fail(t, DM_ERR_CORRUPT, "level %d has more than %d nodes and no parent",
 							  level, t->inner_cap);
 			goto out;
