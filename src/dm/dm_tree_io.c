@@ -35,7 +35,7 @@
  * tcp batch whole, but a shm client stores the words itself: killed between
  * its guard and its last store, it leaves the node DIRTY for good.  So a
  * handle writing over shm first copies the node's full new image into its
- * own redo slot (one page it allocates per memnode, written in
+ * own redo slot (one node it allocates per memnode, written in
  * the same batch, before the guard), and its lock value names that slot
  * (DM_LOCK_REDO; shm writes always take the remote lock, owned nodes too,
  * which there costs a CAS and no round trip).  A DIRTY node's lock is
@@ -232,12 +232,12 @@ lock_value_for(dm_tree *t, dm_gaddr addr)
 		dm_gaddr	slot;
 
 		/*
-		 * One page of the tree's own (freed with it), not a node slab: a
-		 * backend keeps a handle per index, and most never split.  Slabs
-		 * are page-aligned, so the low 8 bits are free for a sequence.
+		 * One node-sized grant of the tree's own (freed with it), apart
+		 * from the handle's node grants (dm_tree_alloc.c).  Grants are
+		 * DM_SLAB_ALIGN-aligned, so the low 8 bits are free for a sequence.
 		 */
-		_Static_assert(DM_SLAB_ALIGN >= DM_NODE_MAX, "a redo slot holds a whole node");
-		if (dm_slab_alloc(t->c, mn, t->info.tree_id, DM_SLAB_ALIGN, &slot) != DM_OK ||
+		_Static_assert(DM_SLAB_ALIGN >= 256, "redo slot addresses leave 8 low bits free");
+		if (dm_slab_alloc(t->c, mn, t->info.tree_id, t->node_size, &slot) != DM_OK ||
 			(slot & 0xFF) != 0 || (slot & DM_LOCK_REDO))
 			return next_lock_value(t);
 		t->redo[i] = slot;
