@@ -386,7 +386,10 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 		t->ctr.root_grows++;
 	}
 	else
+	{
 		t->root = 0;			/* somebody else grew it: read the root word again */
+		t->ctr.nodes_unlinked++;
+	}
 out:
 	free(nb);
 	free(cur);
@@ -785,7 +788,10 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			(void) esz;
 			rc = dm_node_wunlock(t, &wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf);
 			if (rc == DM_TREE_STALE)
-				continue;		/* the new node stays unreachable (leaked) */
+			{
+				t->ctr.nodes_unlinked++;	/* the new node stays unreachable */
+				continue;
+			}
 			if (rc != DM_OK)
 				goto out;
 			if (changed)

@@ -312,6 +312,10 @@ typedef struct dm_tree_counters
 	uint64_t	fenced_writes;	/* writes whose version guard failed (redone) */
 	uint64_t	root_repairs;	/* unfinished root splits this handle finished */
 	uint64_t	node_repairs;	/* torn nodes of dead writers rewritten from their redo slot */
+	uint64_t	redo_slots;		/* redo slots (one node each) this handle holds now */
+	uint64_t	nodes_unlinked;	/* nodes it allocated that never got linked: a split redone
+								 * after its write was fenced off, a new root another grower
+								 * beat (leaked until the tree is dropped) */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

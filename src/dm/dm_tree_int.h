@@ -111,6 +111,9 @@ extern int	dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *
 #define DM_LOCK_REDO (UINT64_C(1) << 63)
 #define DM_LOCK_REDO_SLOT(v) ((v) & ~DM_LOCK_REDO & ~UINT64_C(0xFF))
 
+/* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
+extern int	dm_tree_redo_release(dm_tree *t);
+
 /* Lock a node (CAS and read); *held gets the lock value to release it with. */
 extern int	dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held);
 extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held);

@@ -221,7 +221,8 @@ lock_value_for(dm_tree *t, dm_gaddr addr)
 	uint16_t	mn = dm_gaddr_node(addr);
 	int			i;
 
-	if (!dm_client_is_local(t->c, mn))
+	/* a reader locking a node to repair it (dm_node_read) writes nothing of its own */
+	if (t->repairing || !dm_client_is_local(t->c, mn))
 		return next_lock_value(t);
 	for (i = 0; i < t->nmemnodes && t->memnodes[i] != mn; i++)
 		;
@@ -241,8 +242,30 @@ lock_value_for(dm_tree *t, dm_gaddr addr)
 			(slot & 0xFF) != 0 || (slot & DM_LOCK_REDO))
 			return next_lock_value(t);
 		t->redo[i] = slot;
+		t->ctr.redo_slots++;
 	}
 	return DM_LOCK_REDO | t->redo[i] | (++t->lock_seq & 0xFF);
+}
+
+int
+dm_tree_redo_release(dm_tree *t)
+{
+	int			rc = DM_OK;
+
+	/* only while no lock of ours names a slot: between operations */
+	for (int i = 0; i < t->nmemnodes; i++)
+	{
+		int			r;
+
+		if (t->redo[i] == 0)
+			continue;
+		r = dm_slab_free(t->c, t->info.tree_id, t->redo[i], t->node_size);
+		t->redo[i] = 0;
+		t->ctr.redo_slots--;
+		if (r != DM_OK && rc == DM_OK)
+			rc = dm_tree_fail(t, r, "%s", dm_client_error(t->c));
+	}
+	return rc;
 }
 
 /*
