@@ -1,7 +1,7 @@
 /*
  * exec.c — executes one complete, header-checked request frame and builds
  * its reply: the versioned handshake, batches of one-sided operations
- * (validated whole before any is applied), and RPCs on the allocator and
+ * (validated whole before any is applied; a failed guard CAS ends one), and RPCs on the allocator and
  * the catalog.  Nothing here trusts a length or an address from the client.
  */
 #include <stdlib.h>
@@ -107,6 +107,7 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	uint8_t    *b;
 	uint64_t   *results;
 	uint8_t    *data;
+	int			skip = 0;
 
 	if (dm_batch_decode(body, blen, &ops, &nops, &payload, &bad) != DM_OK)
 		return -1;
@@ -144,6 +145,15 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	{
 		uint8_t    *p = mn.region.base + dm_gaddr_offset(ops[i].addr);
 
+		if (skip)
+		{
+			/* after a failed guard: nothing more is applied; READ data stays zero */
+			if (ops[i].kind == DM_OP_READ)
+				data += dm_pad8(ops[i].len);
+			else if (ops[i].kind == DM_OP_WRITE)
+				payload += dm_pad8(ops[i].len);
+			continue;
+		}
 		switch (ops[i].kind)
 		{
 			case DM_OP_READ:
@@ -156,6 +166,7 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 				break;
 			case DM_OP_CAS:
 				results[i] = dm_mem_cas(p, ops[i].arg0, ops[i].arg1);
+				skip = (ops[i].flags & DM_OPF_GUARD) && results[i] != ops[i].arg0;
 				break;
 			case DM_OP_FAA:
 				results[i] = dm_mem_faa(p, ops[i].arg0);

@@ -4,10 +4,13 @@
  * memnode per dm_post) and RPCs.  Socket details are in dm_sock.c, the shm
  * backend in dm_shm.c.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dm_client_int.h"
@@ -286,6 +289,14 @@ dm_client_nnodes(const dm_client *c)
 }
 
 int
+dm_client_is_local(const dm_client *c, uint16_t node_id)
+{
+	const dm_conn *cn = conn_by_node(c, node_id);
+
+	return cn != NULL && cn->status == DM_OK && cn->backend == DM_BACKEND_SHM;
+}
+
+int
 dm_client_node_info(const dm_client *c, int idx, dm_node_info *out)
 {
 	const dm_conn *cn;
@@ -396,6 +407,7 @@ tcp_send_batch(dm_client *c, dm_conn *cn, dm_op *ops, uint64_t deadline, uint32_
 		w[k].addr = op->addr;
 		w[k].arg0 = op->arg0;
 		w[k].arg1 = op->arg1;
+		w[k].flags = op->flags;
 		if (op->kind == DM_OP_WRITE)
 		{
 			uint32_t	p = dm_pad8(op->len);
@@ -438,11 +450,19 @@ tcp_recv_batch(dm_client *c, dm_conn *cn, dm_op *ops, uint64_t deadline,
 					   h->length, reply_len);
 	results = (const uint64_t *) (cn->rbuf + DM_HDR_SIZE + sizeof(bh));
 	data = (const uint8_t *) (results + cn->nidx);
-	for (int k = 0; k < cn->nidx; k++)
+	for (int k = 0, skip = 0; k < cn->nidx; k++)
 	{
 		dm_op	   *op = &ops[cn->idx[k]];
 
 		op->result = results[k];
+		if (skip)
+		{
+			/* the memnode stopped at a failed guard: leave READ buffers alone */
+			if (op->kind == DM_OP_READ)
+				data += dm_pad8(op->len);
+			continue;
+		}
+		skip = (op->flags & DM_OPF_GUARD) && op->result != op->arg0;
 		if (op->kind == DM_OP_READ)
 		{
 			memcpy(op->buf, data, op->len);
@@ -474,6 +494,104 @@ idx_push(dm_conn *cn, int i)
 	return DM_OK;
 }
 
+/* ---- fault injection (dm_client_set_fault) ------------------------------------ */
+
+void
+dm_client_set_fault(dm_client *c, const dm_fault *f)
+{
+	c->kill_mid_armed = 0;
+	if (f == NULL || f->action == DM_FAULT_NONE || f->at == 0)
+	{
+		memset(&c->fault, 0, sizeof(c->fault));
+		return;
+	}
+	c->fault = *f;
+	c->fault.at = c->steps + f->at;
+}
+
+uint64_t
+dm_client_steps(const dm_client *c)
+{
+	return c->steps;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * The armed fault fires at this step.  DM_OK: go on executing it (SLEEP,
+ * KILL_MID over shm); else the step's status.  ops == NULL for an RPC.
+ */
+static int
+fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
+{
+	dm_fault	f = c->fault;
+
+	memset(&c->fault, 0, sizeof(c->fault));
+	if (ops == NULL && f.action == DM_FAULT_LATE)
+		f.action = DM_FAULT_FAIL;
+	if (ops == NULL && f.action == DM_FAULT_KILL_MID)
+		f.action = DM_FAULT_KILL;
+	switch (f.action)
+	{
+		case DM_FAULT_NONE:
+			return DM_OK;
+		case DM_FAULT_SLEEP:
+			sleep_ms(f.ms);
+			return DM_OK;
+		case DM_FAULT_KILL_MID:
+			for (int t = 0; t < ntouched; t++)
+				if (touched[t]->backend == DM_BACKEND_SHM)
+				{
+					c->kill_mid_words = f.words;
+					c->kill_mid_armed = 1;
+					return DM_OK;
+				}
+			/* a tcp batch executes whole at the memnode: die before it */
+			__attribute__((fallthrough));
+		case DM_FAULT_KILL:
+			raise(SIGKILL);
+			return DM_ERR_INTERNAL;
+		case DM_FAULT_LATE:
+			{
+				pid_t		pid = fork();
+
+				if (pid == 0)
+				{
+					uint32_t	rlen;
+
+					/* the abandoned request, arriving late */
+					sleep_ms(f.ms);
+					for (int t = 0; t < ntouched; t++)
+					{
+						dm_conn    *cn = touched[t];
+
+						if (cn->backend == DM_BACKEND_SHM)
+							dm_shm_post(c, cn, ops, NULL);
+						else if (tcp_send_batch(c, cn, ops, dm_deadline(c->opts.op_timeout_ms), &rlen) == DM_OK)
+							tcp_recv_batch(c, cn, ops, dm_deadline(c->opts.op_timeout_ms), rlen, NULL);
+					}
+					_exit(0);
+				}
+				if (pid < 0)
+					return dm_fail(c, NULL, DM_ERR_INTERNAL, "fault injection: fork failed");
+			}
+			__attribute__((fallthrough));
+		case DM_FAULT_FAIL:
+			for (int t = 0; t < ntouched; t++)
+				dm_conn_break(touched[t], DM_ERR_TIMEOUT);
+			return dm_fail(c, NULL, DM_ERR_TIMEOUT, "fault injection: step %llu failed",
+						   (unsigned long long) f.at);
+	}
+	return DM_OK;
+}
+
 int
 dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 {
@@ -496,7 +614,8 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		dm_conn    *cn;
 
 		if (ops[i].kind < DM_OP_READ || ops[i].kind > DM_OP_KIND_MAX ||
-			(ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 ||
+			(ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || (ops[i].flags & ~DM_OPF_ALL) != 0 ||
+			((ops[i].flags & DM_OPF_GUARD) && ops[i].kind != DM_OP_CAS) ||
 			((ops[i].kind == DM_OP_READ || ops[i].kind == DM_OP_WRITE) &&
 			 (ops[i].len == 0 || ops[i].buf == NULL)))
 		{
@@ -544,6 +663,10 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 						   "batch of %d operations exceeds the limits (%d operations, %u bytes each way)",
 						   cn->nidx, DM_BATCH_MAX_OPS, DM_FRAME_MAX);
 	}
+
+	if (++c->steps == c->fault.at && c->fault.action != DM_FAULT_NONE &&
+		(rc = fire_fault(c, ops, touched, ntouched)) != DM_OK)
+		return rc;
 
 	/* send every tcp frame first, so the memnodes work in parallel */
 	deadline = dm_deadline(c->opts.op_timeout_ms);
@@ -656,6 +779,9 @@ dm_client_raw(dm_client *c, uint16_t node_id, uint16_t type, const void *body, u
 		return rc;
 	if (len > DM_FRAME_MAX - DM_HDR_SIZE)
 		return dm_fail(c, cn, DM_ERR_TOOBIG, "request too large");
+	if (++c->steps == c->fault.at && c->fault.action != DM_FAULT_NONE &&
+		(rc = fire_fault(c, NULL, &cn, 1)) != DM_OK)
+		return rc;
 	if ((rc = dm_buf_reserve(&cn->sbuf, &cn->scap, size)) != DM_OK)
 		return dm_fail(c, cn, rc, "cannot allocate send buffer");
 	dm_hdr_init((dm_frame_hdr *) cn->sbuf, type, size, ++cn->seq);

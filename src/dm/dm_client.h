@@ -108,6 +108,8 @@ extern int	dm_client_reconnect(dm_client *c, uint16_t node_id);
 extern int	dm_client_accept_incarnation(dm_client *c, uint16_t node_id);
 
 extern int	dm_client_nnodes(const dm_client *c);
+/* 1 if ops on memnode node_id run in this process (shm backend), else 0. */
+extern int	dm_client_is_local(const dm_client *c, uint16_t node_id);
 /* Info about the idx-th connection (0 <= idx < nnodes). */
 extern int	dm_client_node_info(const dm_client *c, int idx, dm_node_info *out);
 /* Counters of one memnode's connection, or of all (node_id < 0). */
@@ -121,10 +123,16 @@ extern void dm_client_reset_counters(dm_client *c);
  * execute in array order; there is no order between memnodes.  On error
  * the failed op's index is in *bad_index (if not NULL) and nothing to
  * that memnode was executed.
+ *
+ * A guard (dm_op_guard: a CAS flagged DM_OPF_GUARD) that fails ends its
+ * memnode's part of the batch: the later ops to that memnode are not
+ * executed (result 0, READ buffers untouched), on every backend.  dm_post
+ * still returns DM_OK; dm_op_guard_failed() tells.
  */
 typedef struct dm_op
 {
 	uint8_t		kind;			/* dm_op_kind */
+	uint8_t		flags;			/* DM_OPF_* (dm_proto.h) */
 	uint32_t	len;			/* READ/WRITE length; atomics: ignored (8) */
 	dm_gaddr	addr;
 	uint64_t	arg0;			/* CAS expected, FAA addend, FETCH_OR mask */
@@ -138,20 +146,32 @@ extern int	dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index);
 static inline void
 dm_op_read(dm_op *op, dm_gaddr addr, void *buf, uint32_t len)
 {
-	op->kind = DM_OP_READ; op->addr = addr; op->buf = buf; op->len = len;
+	op->kind = DM_OP_READ; op->flags = 0; op->addr = addr; op->buf = buf; op->len = len;
 	op->arg0 = op->arg1 = op->result = 0;
 }
 static inline void
 dm_op_write(dm_op *op, dm_gaddr addr, const void *buf, uint32_t len)
 {
-	op->kind = DM_OP_WRITE; op->addr = addr; op->buf = (void *) buf; op->len = len;
+	op->kind = DM_OP_WRITE; op->flags = 0; op->addr = addr; op->buf = (void *) buf; op->len = len;
 	op->arg0 = op->arg1 = op->result = 0;
 }
 static inline void
 dm_op_atomic(dm_op *op, int kind, dm_gaddr addr, uint64_t arg0, uint64_t arg1)
 {
-	op->kind = (uint8_t) kind; op->addr = addr; op->buf = NULL; op->len = 8;
+	op->kind = (uint8_t) kind; op->flags = 0; op->addr = addr; op->buf = NULL; op->len = 8;
 	op->arg0 = arg0; op->arg1 = arg1; op->result = 0;
+}
+/* CAS expected -> desired; if it fails, this memnode's later ops are skipped. */
+static inline void
+dm_op_guard(dm_op *op, dm_gaddr addr, uint64_t expected, uint64_t desired)
+{
+	dm_op_atomic(op, DM_OP_CAS, addr, expected, desired);
+	op->flags = DM_OPF_GUARD;
+}
+static inline int
+dm_op_guard_failed(const dm_op *op)
+{
+	return op->result != op->arg0;
 }
 
 /* Single-op conveniences (one round trip each). */
@@ -182,6 +202,49 @@ extern int	dm_tree_drop(dm_client *c, uint16_t node_id, const dm_tree_name *name
 extern int	dm_tree_list(dm_client *c, uint16_t node_id, const dm_rpc_list_req *req,
 						 dm_tree_info *out, uint32_t *count, uint32_t *next_slot);
 extern int	dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out);
+
+/*
+ * Fault injection, for tests of what survives a client that fails, stalls
+ * or dies at a given step.  Steps are remote operations of this client:
+ * every dm_post and every RPC counts one, from the dm_client_set_fault call
+ * on (1 = the next one).  The fault fires once, at step `at`:
+ *   FAIL      the step fails with DM_ERR_TIMEOUT before anything is sent,
+ *             and the connections it would use are broken (as by a timeout);
+ *   SLEEP     the step waits ms milliseconds first, then runs normally (a
+ *             stalled process, e.g. one holding a lock past lock_timeout);
+ *   KILL      the process gets SIGKILL before the step (a killed backend);
+ *   LATE      the step fails with DM_ERR_TIMEOUT at once and its connections
+ *             are broken, but a forked child executes it ms later — over tcp
+ *             it sends the frame on the abandoned socket, as a request that
+ *             sat in the network past op_timeout would arrive; the caller
+ *             reaps the child (wait()).  RPCs: like FAIL;
+ *   KILL_MID  over shm, the step runs until `words` 8-byte words of its
+ *             WRITEs (counted across them, in op order) are stored, then
+ *             the process gets SIGKILL (a backend killed between two
+ *             stores; at the end of the step if it stores fewer); over tcp
+ *             (the memnode executes a batch whole) and for RPCs like KILL.
+ * A NULL or NONE fault disarms.  dm_client_steps() counts steps so far.
+ */
+typedef enum dm_fault_action
+{
+	DM_FAULT_NONE = 0,
+	DM_FAULT_FAIL,
+	DM_FAULT_SLEEP,
+	DM_FAULT_KILL,
+	DM_FAULT_LATE,
+	DM_FAULT_KILL_MID
+} dm_fault_action;
+
+typedef struct dm_fault
+{
+	dm_fault_action action;
+	uint64_t	at;
+	int			ms;
+	uint32_t	words;
+} dm_fault;
+
+extern void dm_client_set_fault(dm_client *c, const dm_fault *f);
+extern uint64_t dm_client_steps(const dm_client *c);
 
 /*
  * Lower-level: send a raw frame and read the raw reply (tests of the

@@ -43,6 +43,10 @@ struct dm_client
 	dm_conn   **conns;
 	int			nconns;
 	char		name[32];		/* sent in the handshake, shown in the memnode's log */
+	uint64_t	steps;			/* dm_post calls and RPCs (fault injection counts these) */
+	dm_fault	fault;			/* armed when action != NONE; at = absolute step */
+	int			kill_mid_armed;	/* dm_shm_post: die after kill_mid_words stored words */
+	uint32_t	kill_mid_words;
 	char		err[640];
 };
 

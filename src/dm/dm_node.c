@@ -74,7 +74,7 @@ dm_node_valid(const void *buf, uint32_t node_size, uint64_t tree_tag)
 	const dm_node_hdr *h = buf;
 	int			cap;
 
-	if (h->magic != DM_NODE_MAGIC || h->tree_tag != tree_tag ||
+	if (h->magic != DM_NODE_MAGIC || h->tree_tag != tree_tag || (h->version & DM_VERSION_DIRTY) ||
 		(1u << h->size_log2) != node_size || h->level > 15)
 		return 0;
 	cap = h->level == 0 ? dm_leaf_cap(node_size) : dm_inner_cap(node_size);

@@ -32,6 +32,13 @@ typedef struct dm_inner_ent
 	dm_gaddr	child;
 } dm_inner_ent;
 
+/*
+ * Set in the version word while a write of the node is under way (from its
+ * guard CAS to its last store, dm_tree_io.c): no checksum matches it, so
+ * such a node never validates.
+ */
+#define DM_VERSION_DIRTY (UINT64_C(1) << 63)
+
 /* flags */
 #define DM_NODE_DEAD 0x1		/* replaced (e.g. the empty root a bulk load superseded) */
 

@@ -98,7 +98,8 @@ dm_batch_decode(const uint8_t *body, uint32_t body_len,
 	ops = (const dm_wire_op *) (body + sizeof(bh));
 	for (uint32_t i = 0; i < bh.nops; i++)
 	{
-		if (!op_len_valid(&ops[i]))
+		if (!op_len_valid(&ops[i]) || (ops[i].flags & ~DM_OPF_ALL) != 0 ||
+			((ops[i].flags & DM_OPF_GUARD) && ops[i].kind != DM_OP_CAS))
 		{
 			*bad_index = i;
 			return DM_ERR_PROTOCOL;

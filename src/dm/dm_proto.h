@@ -18,7 +18,12 @@
 #include "dm_types.h"
 
 #define DM_PROTO_MAGIC		0x58494D44u	/* "DMIX" */
-#define DM_PROTO_VERSION	1
+/*
+ * 2: dm_wire_op.flags (DM_OPF_GUARD: conditional batches).  A version-1
+ * memnode would ignore the flag and apply a fenced-off write, so the
+ * versions must not mix.
+ */
+#define DM_PROTO_VERSION	2
 
 #define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
 #define DM_BATCH_MAX_OPS	4096
@@ -78,7 +83,12 @@ typedef struct dm_hello_rep
  * success only — nops uint64 results (old value for atomics, 0 otherwise),
  * then the data of every READ in op order, each padded to 8 bytes.
  * The memnode validates the whole batch before executing any of it, so a
- * batch is either rejected whole or executed whole, in order.
+ * batch is either rejected whole or executed whole, in order — except that
+ * a CAS flagged DM_OPF_GUARD that fails (old value != expected) ends the
+ * batch: the ops after it are skipped (result 0, READ data zero), and the
+ * guard's own result tells the client so.  This is how a writer makes a
+ * write conditional on the node's version (dm_tree_io.c): a stale writer's
+ * whole batch comes to nothing, whenever it arrives.
  */
 typedef struct dm_batch_hdr
 {
@@ -89,12 +99,17 @@ typedef struct dm_batch_hdr
 typedef struct dm_wire_op
 {
 	uint8_t		kind;			/* dm_op_kind */
-	uint8_t		pad[3];
+	uint8_t		flags;			/* DM_OPF_* */
+	uint8_t		pad[2];
 	uint32_t	len;			/* READ/WRITE: bytes; atomics: 8 */
 	uint64_t	addr;			/* global address */
 	uint64_t	arg0;			/* CAS: expected; FAA: addend; FETCH_OR: mask */
 	uint64_t	arg1;			/* CAS: desired */
 } dm_wire_op;
+
+/* Op flags.  GUARD: CAS only; if it fails, skip the rest of the batch. */
+#define DM_OPF_GUARD	0x1
+#define DM_OPF_ALL		DM_OPF_GUARD
 
 /* RPC body: dm_rpc_hdr then the code's argument struct (request or reply). */
 typedef enum dm_rpc_code

@@ -4,13 +4,14 @@
  *
  * The memnode is not involved in these operations, so the client itself
  * enforces what the memnode would: bounds (the same dm_region_check_op),
- * all-or-nothing batches, and liveness — the superblock tells whether the
+ * all-or-nothing batches (a failed guard CAS ends one, as there), and liveness — the superblock tells whether the
  * memnode is alive (heartbeat), shut down (DEAD) or replaced by a new
  * incarnation (REPLACED), so a dead memnode is an error, not silent use of
  * an orphaned mapping.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -133,11 +134,17 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 			return rc;
 		}
 	}
-	for (int k = 0; k < cn->nidx; k++)
+	for (int k = 0, skip = 0; k < cn->nidx; k++)
 	{
 		dm_op	   *op = &ops[cn->idx[k]];
 		uint8_t    *p = base + dm_gaddr_offset(op->addr);
 
+		if (skip)
+		{
+			/* as the memnode does after a failed guard: nothing more */
+			op->result = 0;
+			continue;
+		}
 		switch (op->kind)
 		{
 			case DM_OP_READ:
@@ -145,11 +152,23 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 				cn->ctr.bytes_read += op->len;
 				break;
 			case DM_OP_WRITE:
+				if (c->kill_mid_armed)
+				{
+					/* fault injection: die between two stores */
+					if ((uint64_t) c->kill_mid_words * 8 < op->len)
+					{
+						if (c->kill_mid_words > 0)
+							dm_mem_write(p, op->buf, c->kill_mid_words * 8, tear);
+						raise(SIGKILL);
+					}
+					c->kill_mid_words -= (op->len + 7) / 8;
+				}
 				dm_mem_write(p, op->buf, op->len, tear);
 				cn->ctr.bytes_written += op->len;
 				break;
 			case DM_OP_CAS:
 				op->result = dm_mem_cas(p, op->arg0, op->arg1);
+				skip = (op->flags & DM_OPF_GUARD) && op->result != op->arg0;
 				break;
 			case DM_OP_FAA:
 				op->result = dm_mem_faa(p, op->arg0);
@@ -160,6 +179,8 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 		}
 		cn->ctr.ops[op->kind]++;
 	}
+	if (c->kill_mid_armed)
+		raise(SIGKILL);			/* the step stored fewer words than the fault wanted */
 	cn->ctr.round_trips++;
 	return DM_OK;
 }

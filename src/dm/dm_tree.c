@@ -8,7 +8,12 @@
  * split in two (new right node written first, then the old node with its new
  * sibling pointer and fence, released in the same round trip), and the new
  * separators are applied one level up the same way.  A split root gets a new
- * root installed by CAS on the catalog's root word.
+ * root installed by CAS on the catalog's root word (grow_root).
+ *
+ * A node write that finds the node changed since it was read (its version
+ * guard failed, dm_tree_io.c: a stale write of another writer landed, or
+ * our lock was taken over) wrote nothing: level_apply locks the node again
+ * and redoes that step.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +275,127 @@ dm_tree_error(const dm_tree *t)
 	return t->err;
 }
 
+/* ---- root growth ------------------------------------------------------------- */
+
+/*
+ * Install a new root above the level of `root` (whose copy is rootbuf),
+ * which no longer spans the key space: its split landed but the new root
+ * did not, or not yet.  The splitter does this itself right after a root
+ * split; anyone else does it when it finds the root word pointing at such a
+ * node — the splitter ran out of memory, timed out, was cancelled or killed
+ * between its split and the root CAS (as nbtree finishes incomplete
+ * splits), or is simply still on its way.  Without this, every later split
+ * at that level would wait forever for a parent level that never comes.
+ *
+ * The new root lists every node of the level, found by walking the right
+ * links from the old root (the leftmost node: low fence MIN), each with its
+ * low fence as separator.  A node that splits during the walk is fine
+ * either way: if we read it after the split we list its new sibling too,
+ * if before, the sibling is reached by its right link like any half-done
+ * split, and its splitter adds its separator above later (a duplicate
+ * separator is ignored there).  The CAS on the root word decides between
+ * concurrent growers; a loser's node is never reachable and is leaked (one
+ * node, only when two growers race for the same root).
+ */
+static int
+grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
+{
+	const dm_node_hdr *rh = NODE_HDR(rootbuf);
+	int			level = rh->level;
+	uint8_t    *nb = aligned_alloc(8, t->node_size);
+	uint8_t    *cur = aligned_alloc(8, t->node_size);
+	dm_inner_ent *ents = INNER_ENTS(nb);
+	dm_gaddr	naddr, next;
+	uint64_t	old;
+	int			n = 0, rc = DM_OK;
+
+	if (nb == NULL || cur == NULL)
+	{
+		rc = dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (level + 1 >= DM_TREE_MAX_LEVELS)
+	{
+		rc = dm_tree_fail(t, DM_ERR_CORRUPT, "tree would grow past %d levels", DM_TREE_MAX_LEVELS);
+		goto out;
+	}
+	dm_node_init(nb, t->node_size, level + 1, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
+	memcpy(cur, rootbuf, t->node_size);
+	ents[n].sep = DM_ENTRY_MIN;
+	ents[n++].child = root;
+	while ((next = NODE_HDR(cur)->right) != 0)
+	{
+		dm_entry	prev_high = NODE_HDR(cur)->high;
+
+		if (n == t->inner_cap)
+		{
+			dm_gaddr	now;
+
+			/*
+			 * Most likely the root grew long ago and the level below it
+			 * has grown wide since: our look at the root word was stale
+			 * (we were stalled).  Then there is nothing to do.
+			 */
+			if ((rc = dm_read(t->c, t->info.root_addr, &now, sizeof(now))) != DM_OK)
+			{
+				rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+				goto out;
+			}
+			if (now != root)
+			{
+				t->root = 0;
+				goto out;
+			}
+			rc = dm_tree_fail(t, DM_ERR_CORRUPT, "level %d has more than %d nodes and no parent",
+							  level, t->inner_cap);
+			goto out;
+		}
+		if ((rc = dm_node_read(t, next, cur)) != DM_OK)
+			goto out;
+		if (NODE_HDR(cur)->level != level || (NODE_HDR(cur)->flags & DM_NODE_DEAD) ||
+			dm_entry_cmp(NODE_HDR(cur)->low, prev_high) != 0)
+		{
+			rc = dm_tree_fail(t, DM_ERR_CORRUPT, "sibling chain at level %d broken at node 0x%llx",
+							  level, (unsigned long long) next);
+			goto out;
+		}
+		ents[n].sep = NODE_HDR(cur)->low;
+		ents[n++].child = next;
+	}
+	if (dm_entry_cmp(NODE_HDR(cur)->high, DM_ENTRY_INF) != 0)
+	{
+		rc = dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
+						  (unsigned long long) (n == 1 ? root : ents[n - 1].child));
+		goto out;
+	}
+	if (n == 1)
+		goto out;				/* the root spans everything after all */
+	NODE_HDR(nb)->count = (uint16_t) n;
+	dm_node_seal(nb);
+	if ((rc = dm_node_alloc(t, dm_tree_place(t, level + 1, dm_gaddr_node(root)), &naddr)) != DM_OK)
+		goto out;
+	if ((rc = dm_write(t->c, naddr, nb, dm_node_used_bytes(nb))) != DM_OK ||
+		(rc = dm_cas(t->c, t->info.root_addr, root, naddr, &old)) != DM_OK)
+	{
+		rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+		goto out;
+	}
+	if (old == root)
+	{
+		t->root = naddr;
+		t->ctr.root_grows++;
+	}
+	else
+	{
+		t->root = 0;			/* somebody else grew it: read the root word again */
+		t->ctr.nodes_unlinked++;
+	}
+out:
+	free(nb);
+	free(cur);
+	return rc;
+}
+
 /* ---- descent ------------------------------------------------------------------ */
 
 /*
@@ -278,8 +404,11 @@ dm_tree_error(const dm_tree *t)
  * that an entry equal to a fence belongs to the node on its left.
  *
  * The cached root may be stale (the root grew): if e lies right of it, or
- * the tree is not yet as tall as `level` (a concurrent root split whose new
- * root is not installed yet), the root word is read again, with backoff.
+ * the tree is not yet as tall as `level`, the root word is read again, with
+ * backoff.  A root read from the root word that does not span the key space
+ * is the left half of a root split whose new root was not installed: a
+ * writer (no_read: lock_covering) installs one (grow_root) and starts over;
+ * a reader follows right links, as past any half-done split.
  */
 static int
 descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gaddr *out_addr,
@@ -329,6 +458,14 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 			int			right_of_high = !at_inf &&
 				(before ? dm_entry_cmp(e, h->high) > 0 : dm_entry_cmp(e, h->high) >= 0);
 
+			if (top && fresh && no_read && !at_inf && !(h->flags & DM_NODE_DEAD) && at_min)
+			{
+				/* an unfinished root split: finish it, then descend again */
+				if ((rc = grow_root(t, addr, buf)) != DM_OK)
+					return rc;
+				t->ctr.root_repairs++;
+				break;
+			}
 			if ((h->flags & DM_NODE_DEAD) || left_of_low || h->level < level)
 				break;			/* stale: start over from the root word */
 			if (right_of_high)
@@ -554,6 +691,8 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 				}
 			}
 			rc = dm_node_wunlock(t, &wl, buf, removed > 0, 0, NULL, NULL);
+			if (rc == DM_TREE_STALE)
+				continue;		/* fenced off: nothing written, redo from a fresh copy */
 			if (rc != DM_OK)
 				goto out;
 			if (changed)
@@ -582,8 +721,6 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			merged[m++] = cur;
 			k++;
 		}
-		if (changed)
-			*changed += added;
 		if (added == 0)
 		{
 			if ((rc = dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL)) != DM_OK)
@@ -601,8 +738,13 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 					INNER_ENTS(buf)[x] = merged[x];
 			}
 			h->count = (uint16_t) m;
-			if ((rc = dm_node_wunlock(t, &wl, buf, 1, 0, NULL, NULL)) != DM_OK)
+			rc = dm_node_wunlock(t, &wl, buf, 1, 0, NULL, NULL);
+			if (rc == DM_TREE_STALE)
+				continue;
+			if (rc != DM_OK)
 				goto out;
+			if (changed)
+				*changed += added;
 			i = j;
 			continue;
 		}
@@ -644,41 +786,37 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			h->high = rh->low;
 			h->right = raddr;
 			(void) esz;
-			if ((rc = dm_node_wunlock(t, &wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf)) != DM_OK)
+			rc = dm_node_wunlock(t, &wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf);
+			if (rc == DM_TREE_STALE)
+			{
+				t->ctr.nodes_unlinked++;	/* the new node stays unreachable */
+				continue;
+			}
+			if (rc != DM_OK)
 				goto out;
+			if (changed)
+				*changed += added;
 			t->ctr.splits++;
 			up.sep = rh->low;
 			up.child = raddr;
 
 			if (was_root)
 			{
-				/* a new root above the old one and its new sibling, installed by CAS */
-				dm_gaddr	naddr;
-				uint64_t	old;
-				dm_node_hdr *nh = NODE_HDR(rbuf);
+				dm_gaddr	before = t->root;
 
-				if ((rc = dm_node_alloc(t, dm_tree_place(t, level + 1, dm_gaddr_node(addr)), &naddr)) != DM_OK)
+				/*
+				 * A new root above the old one and its new sibling.  If we
+				 * fail here, the next writer to meet the old root finishes
+				 * the job (grow_root).
+				 */
+				if ((rc = grow_root(t, addr, buf)) != DM_OK)
 					goto out;
-				dm_node_init(rbuf, t->node_size, level + 1, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
-				INNER_ENTS(rbuf)[0].sep = DM_ENTRY_MIN;
-				INNER_ENTS(rbuf)[0].child = addr;
-				INNER_ENTS(rbuf)[1] = up;
-				nh->count = 2;
-				dm_node_seal(rbuf);
-				if ((rc = dm_write(t->c, naddr, rbuf, dm_node_used_bytes(rbuf))) != DM_OK ||
-					(rc = dm_cas(t->c, t->info.root_addr, addr, naddr, &old)) != DM_OK)
+				if (t->root != 0 && t->root != before)
 				{
-					rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
-					goto out;
-				}
-				if (old == addr)
-				{
-					t->root = naddr;
-					t->ctr.root_grows++;
 					i = j;
 					continue;
 				}
-				/* the root word had moved on (cannot happen for a live root): fall back */
+				/* somebody else grew it, maybe without our new node: add it the usual way */
 			}
 			if ((rc = level_apply(t, level + 1, &up, 1, 0, NULL)) != DM_OK)
 				goto out;

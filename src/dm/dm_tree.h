@@ -7,7 +7,9 @@
  * Node layout (node_size N = 256..4096, a power of two; little-endian):
  *
  *   0   lock      u64  0 = free, else the holder's token (CAS to take)
- *   8   version   u64  +1 on every write of the node
+ *   8   version   u64  +1 on every write of the node; bit 63 (DIRTY) is set
+ *                      while a write is under way (a fenced write: its guard
+ *                      CAS on this word, see dm_tree_io.c)
  *   16  checksum  u64  hash of bytes [8,16) and [24, 88 + count * entry size)
  *   24  magic     u16  DM_NODE_MAGIC
  *   26  level     u8   0 = leaf
@@ -307,6 +309,13 @@ typedef struct dm_tree_counters
 	uint64_t	splits;
 	uint64_t	root_grows;
 	uint64_t	restarts;		/* descents restarted from the root */
+	uint64_t	fenced_writes;	/* writes whose version guard failed (redone) */
+	uint64_t	root_repairs;	/* unfinished root splits this handle finished */
+	uint64_t	node_repairs;	/* torn nodes of dead writers rewritten from their redo slot */
+	uint64_t	redo_slots;		/* redo slots (one node each) this handle holds now */
+	uint64_t	nodes_unlinked;	/* nodes it allocated that never got linked: a split redone
+								 * after its write was fenced off, a new root another grower
+								 * beat (leaked until the tree is dropped) */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

@@ -101,6 +101,13 @@ dm_tree_alloc_release(dm_tree *t)
 		if (r != DM_OK && rc == DM_OK)
 			rc = dm_tree_fail(t, r, "%s", dm_client_error(t->c));
 	}
+	/* and the redo slots of its shm writes (dm_tree_io.c) */
+	{
+		int			r = dm_tree_redo_release(t);
+
+		if (r != DM_OK && rc == DM_OK)
+			rc = r;
+	}
 	return rc;
 }
 

@@ -303,6 +303,22 @@ dm_bulk_finish(dm_bulk *b)
 			/* a dead node is never cached: this also drops the old root's frame */
 			rc = dm_node_wunlock(t, &wl, old, 1, 0, NULL, NULL);
 			t->root = root;
+
+			/*
+			 * Fenced off: a stale write (of a writer whose operation failed)
+			 * landed on the old root after we read it.  The root word has
+			 * moved on, so only the DEAD mark is still to be written.
+			 */
+			for (int k = 0; rc == DM_TREE_STALE && k < 1000; k++)
+			{
+				if ((rc = dm_node_wlock(t, b->old_root, 0, DM_FETCH_CTX_NONE, old, &wl)) != DM_OK)
+					break;
+				NODE_HDR(old)->flags |= DM_NODE_DEAD;
+				rc = dm_node_wunlock(t, &wl, old, 1, 0, NULL, NULL);
+			}
+			if (rc == DM_TREE_STALE)
+				rc = dm_tree_fail(t, DM_ERR_CORRUPT, "could not retire the old root 0x%llx",
+								  (unsigned long long) b->old_root);
 		}
 		else
 			dm_node_wunlock(t, &wl, old, 0, 0, NULL, NULL);

@@ -39,6 +39,9 @@ struct dm_tree
 	int			lock_timeout_ms;
 	uint64_t	token;			/* identifies this handle in lock words */
 	uint64_t	lock_seq;		/* makes every acquisition's lock value different */
+	/* redo slot of this handle on each memnode it writes over shm (dm_tree_io.c); 0 = none yet */
+	dm_gaddr	redo[DM_TREE_MAX_MEMNODES];
+	int			repairing;		/* dm_node_read is waiting to repair a node: no recursion */
 	dm_gaddr	root;			/* cached root address (0 = read the root word) */
 	unsigned	rr;				/* round-robin cursor for placement above level M */
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
@@ -79,7 +82,14 @@ typedef struct dm_wlock
 	dm_gaddr	addr;
 	uint32_t	frame;			/* DM_FRAME_NONE: not cached */
 	int			remote;			/* the remote lock is held too */
+	uint64_t	held;			/* its value (dm_node_lock) */
 } dm_wlock;
+
+/*
+ * Internal status (never returned by the public API): a fenced write found
+ * the node changed since it was read and wrote nothing; redo the operation.
+ */
+#define DM_TREE_STALE 1000
 
 /* Ownership classes of a node's fence range. */
 #define DM_OWN_FOREIGN	0		/* no key of it is ours */
@@ -93,14 +103,28 @@ extern int	dm_tree_read_root(dm_tree *t, dm_gaddr *root);
 extern int	dm_node_read(dm_tree *t, dm_gaddr addr, void *buf);
 /* Read several nodes in one round trip per memnode; each validated (retried alone). */
 extern int	dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs);
-extern int	dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf);
-extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr);
+/*
+ * Lock values with this bit set name the holder's redo slot (the rest, but
+ * for the low 8 bits, is its address): the holder writes over shm, where
+ * dying between two stores can leave a torn node (dm_tree_io.c).
+ */
+#define DM_LOCK_REDO (UINT64_C(1) << 63)
+#define DM_LOCK_REDO_SLOT(v) ((v) & ~DM_LOCK_REDO & ~UINT64_C(0xFF))
+
+/* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
+extern int	dm_tree_redo_release(dm_tree *t);
+
+/* Lock a node (CAS and read); *held gets the lock value to release it with. */
+extern int	dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held);
+extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held);
 /*
  * Write new (not yet reachable) nodes, then the locked node at addr with
- * its lock released, in this order (sealing each: version and checksum).
- * When everything is on one memnode this is a single round trip.
+ * its lock released, in this order (sealing each: version and checksum),
+ * fenced by the version buf was read with (dm_tree_io.c): DM_TREE_STALE if
+ * the node had changed since, and then nothing of it was written.  When
+ * everything is on one memnode this is a single round trip.
  */
-extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
+extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 								 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
 
 /*
@@ -115,7 +139,9 @@ extern int	dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx,
 						  void *buf, dm_wlock *wl);
 /*
  * Release it.  changed: write buf (sealed here) through to remote memory
- * first, after the new nodes (not yet reachable) in new_addrs/new_bufs.
+ * first, after the new nodes (not yet reachable) in new_addrs/new_bufs;
+ * DM_TREE_STALE if that write was fenced off (the node is released and its
+ * frame dropped: lock it again and redo).
  */
 extern int	dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 							int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);

@@ -1,7 +1,57 @@
 /*
  * dm_tree_io.c — remote I/O on tree nodes: validated optimistic reads,
- * lock acquisition (CAS and read in one round trip), write-and-unlock (one
- * round trip).  Where new nodes come from is dm_tree_alloc.c.
+ * lock acquisition (CAS and read in one round trip), fenced write-and-unlock
+ * (one round trip).  Where new nodes come from is dm_tree_alloc.c.
+ *
+ * Fencing (why a lock is not enough).  A lock word cannot stop a write its
+ * holder already issued: a tcp batch sent before an op_timeout (or a cancel)
+ * can execute at the memnode long after, when the lock has been taken over
+ * or is free again, and a process stalled past lock_timeout (taken over as
+ * if dead) writes when it wakes.  So every node write is a conditional
+ * batch on the node's VERSION word (write_nodes):
+ *
+ *     CAS(version: v -> (v+1) | DIRTY)  flagged DM_OPF_GUARD
+ *     [new, still unreachable nodes of a split, same memnode]
+ *     WRITE bytes [16, used)            checksum, header, entries
+ *     WRITE version = v+1               clean again
+ *     CAS(lock: ours -> 0)              release (never a blind store)
+ *
+ * v is the version of the copy the write was computed from.  A failed guard
+ * stops the batch where it is, on the memnode's executor and on the shm
+ * client's alike, so a stale writer (its copy predates a write that landed)
+ * lands nothing, whenever its batch runs; the writer learns it
+ * (DM_TREE_STALE) and redoes its operation from a fresh copy.  Two writers
+ * can never both land on one node: the CAS admits one per version.  While a
+ * write is under way the version word is DIRTY, which no checksum matches,
+ * so no reader and no writer accepts the node until the last store of the
+ * winning write is done: a writer that took a lock over cannot compute its
+ * write from a half-landed one and race the rest of it.  The lock is thus
+ * only for progress (one writer at a time, no wasted work); safety rests on
+ * the guard, and takeover of a lock after lock_timeout (dm_node_lock) is
+ * mere liveness for dead holders: the worst a live holder taken over can
+ * do is waste its own write.
+ *
+ * Torn nodes (writers killed mid-write over shm).  A memnode executes a
+ * tcp batch whole, but a shm client stores the words itself: killed between
+ * its guard and its last store, it leaves the node DIRTY for good.  So a
+ * handle writing over shm first copies the node's full new image into its
+ * own redo slot (one node it allocates per memnode, written in
+ * the same batch, before the guard), and its lock value names that slot
+ * (DM_LOCK_REDO; shm writes always take the remote lock, owned nodes too,
+ * which there costs a CAS and no round trip).  A DIRTY node's lock is
+ * still held by its writer (the release is the last op).  Whoever takes
+ * that lock over after lock_timeout — a writer, or a reader that found the
+ * node DIRTY for longer than its retries (dm_node_read) — finds the slot
+ * from the lock value and, if the slot holds an image of exactly this node
+ * (address, version = the DIRTY version made clean, valid checksum),
+ * stores it and makes the version clean (repair_locked): the very bytes the
+ * dead writer was storing, so repairing is idempotent, and done under the
+ * lock, so no other writer is writing the node meanwhile.  The residual
+ * risk is a writer that is not dead but stalled between two stores for
+ * longer than lock_timeout (default 10 s): its remaining stores, equal to
+ * the repaired bytes, would land on whatever was written after the repair.
+ * Its lock value cannot tell a stalled process from a dead one; the
+ * lock_timeout is chosen so that the first does not happen.
  */
 #include <sched.h>
 #include <stdarg.h>
@@ -10,6 +60,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dm_region.h"
 #include "dm_tree_int.h"
 
 int
@@ -87,6 +138,25 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 		t->ctr.read_retries++;
 		backoff(k);
 	}
+
+	/*
+	 * DIRTY all along: a write under way for that long, or its writer died
+	 * in the middle (over shm).  Wait for its lock as a writer would —
+	 * taking it over after lock_timeout repairs the node from the dead
+	 * writer's redo slot — then read it under the lock.
+	 */
+	if ((NODE_HDR(buf)->version & DM_VERSION_DIRTY) && NODE_HDR(buf)->magic == DM_NODE_MAGIC && !t->repairing)
+	{
+		uint64_t	held;
+		int			rc;
+
+		t->repairing = 1;
+		rc = dm_node_lock(t, addr, buf, &held);
+		t->repairing = 0;
+		if (rc == DM_OK)
+			return dm_node_unlock(t, addr, held);
+		return rc;
+	}
 	return dm_tree_fail(t, DM_ERR_CORRUPT,
 						"node at 0x%llx failed validation %d times (magic, checksum or tree tag)",
 						(unsigned long long) addr, DM_TREE_READ_RETRIES);
@@ -135,17 +205,124 @@ dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs)
 static uint64_t
 next_lock_value(dm_tree *t)
 {
-	uint64_t	v = (t->token & ~UINT64_C(0xFFFFFF)) | (++t->lock_seq & 0xFFFFFF);
+	uint64_t	v = ((t->token & ~UINT64_C(0xFFFFFF)) | (++t->lock_seq & 0xFFFFFF)) & ~DM_LOCK_REDO;
 
 	return v ? v : 1;
 }
 
+/*
+ * The lock value for a write of the node at addr: over shm it names this
+ * handle's redo slot on that memnode (allocated on first use; without one,
+ * e.g. when the memnode is full, a plain value: no repair then).
+ */
+static uint64_t
+lock_value_for(dm_tree *t, dm_gaddr addr)
+{
+	uint16_t	mn = dm_gaddr_node(addr);
+	int			i;
+
+	/* a reader locking a node to repair it (dm_node_read) writes nothing of its own */
+	if (t->repairing || !dm_client_is_local(t->c, mn))
+		return next_lock_value(t);
+	for (i = 0; i < t->nmemnodes && t->memnodes[i] != mn; i++)
+		;
+	if (i == t->nmemnodes)
+		return next_lock_value(t);
+	if (t->redo[i] == 0)
+	{
+		dm_gaddr	slot;
+
+		/*
+		 * One node-sized grant of the tree's own (freed with it), apart
+		 * from the handle's node grants (dm_tree_alloc.c).  Grants are
+		 * DM_SLAB_ALIGN-aligned, so the low 8 bits are free for a sequence.
+		 */
+		_Static_assert(DM_SLAB_ALIGN >= 256, "redo slot addresses leave 8 low bits free");
+		if (dm_slab_alloc(t->c, mn, t->info.tree_id, t->node_size, &slot) != DM_OK ||
+			(slot & 0xFF) != 0 || (slot & DM_LOCK_REDO))
+			return next_lock_value(t);
+		t->redo[i] = slot;
+		t->ctr.redo_slots++;
+	}
+	return DM_LOCK_REDO | t->redo[i] | (++t->lock_seq & 0xFF);
+}
+
 int
-dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
+dm_tree_redo_release(dm_tree *t)
+{
+	int			rc = DM_OK;
+
+	/* only while no lock of ours names a slot: between operations */
+	for (int i = 0; i < t->nmemnodes; i++)
+	{
+		int			r;
+
+		if (t->redo[i] == 0)
+			continue;
+		r = dm_slab_free(t->c, t->info.tree_id, t->redo[i], t->node_size);
+		t->redo[i] = 0;
+		t->ctr.redo_slots--;
+		if (r != DM_OK && rc == DM_OK)
+			rc = dm_tree_fail(t, r, "%s", dm_client_error(t->c));
+	}
+	return rc;
+}
+
+/*
+ * We hold the lock of the node at addr, taken over from `prev`.  If the
+ * node is DIRTY and prev's redo slot holds this node's image for exactly
+ * that version, store the image (the dead writer's write, finished).  1 if
+ * repaired, 0 if there was nothing to repair, else -status.
+ */
+static int
+repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
+{
+	dm_gaddr	slot = DM_LOCK_REDO_SLOT(prev);
+	uint8_t    *img;
+	uint64_t	ver, target;
+	dm_op		ops[2];
+	int			rc;
+
+	if (!(prev & DM_LOCK_REDO) || slot == 0 || dm_gaddr_node(slot) != dm_gaddr_node(addr))
+		return 0;
+	if ((img = aligned_alloc(8, t->node_size)) == NULL)
+		return -DM_ERR_NOMEM;
+	dm_op_read(&ops[0], addr + 8, &ver, 8);
+	dm_op_read(&ops[1], slot, img, t->node_size);
+	if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+	{
+		free(img);
+		return -rc;
+	}
+	memcpy(&target, img, 8);
+	rc = 0;
+	if ((ver & DM_VERSION_DIRTY) && target == addr &&
+		dm_node_valid(img, t->node_size, t->info.tree_id) &&
+		NODE_HDR(img)->version == (ver & ~DM_VERSION_DIRTY))
+	{
+		/* the body, then the version made clean only if still the dead writer's */
+		dm_op_write(&ops[0], addr + 16, img + 16, dm_node_used_bytes(img) - 16);
+		dm_op_atomic(&ops[1], DM_OP_CAS, addr + 8, ver, NODE_HDR(img)->version);
+		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+			rc = -rc;
+		else
+		{
+			t->ctr.node_repairs++;
+			rc = 1;
+		}
+	}
+	free(img);
+	return rc;
+}
+
+int
+dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 {
 	uint64_t	seen = 0;
 	uint64_t	seen_since = 0;
-	uint64_t	mine = next_lock_value(t);
+	uint64_t	mine = lock_value_for(t, addr);
+
+	*held = mine;
 
 	for (int k = 0;; k++)
 	{
@@ -172,7 +349,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 			 */
 			if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 			{
-				dm_node_unlock(t, addr);
+				dm_node_unlock(t, addr, mine);
 				return rc;
 			}
 			return DM_OK;
@@ -181,9 +358,12 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 
 		/*
 		 * A holder that keeps the same lock value for lock_timeout has died
-		 * (a crashed backend): take the lock over.  Its write, if any, was
-		 * either applied whole or not at all (a batch executes whole), so
-		 * the node is consistent — validation checks that.
+		 * (a crashed backend) or is stalled: take the lock over.  If it is
+		 * alive after all, its write was computed from the version we are
+		 * about to read or an older one, so at most one of its write and
+		 * ours lands (the guard, see the top of the file); a write of it
+		 * still under way keeps the node DIRTY, which the read below waits
+		 * out.
 		 */
 		if (ops[0].result != seen)
 		{
@@ -199,9 +379,15 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 			if (old == seen)
 			{
 				t->ctr.lock_takeovers++;
+				/* a holder that died mid-write over shm left a torn node: finish its write */
+				if ((rc = repair_locked(t, addr, seen)) < 0)
+				{
+					dm_node_unlock(t, addr, mine);
+					return transport_error(t, -rc);
+				}
 				if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 				{
-					dm_node_unlock(t, addr);
+					dm_node_unlock(t, addr, mine);
 					return rc;
 				}
 				return DM_OK;
@@ -212,61 +398,87 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf)
 }
 
 int
-dm_node_unlock(dm_tree *t, dm_gaddr addr)
+dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held)
 {
-	uint64_t	zero = 0;
-	int			rc = dm_write(t->c, addr, &zero, sizeof(zero));
+	uint64_t	old;
+	/* a CAS: if our lock was taken over meanwhile, it is not ours to clear */
+	int			rc = dm_cas(t->c, addr, held, 0, &old);
 
 	return rc == DM_OK ? DM_OK : transport_error(t, rc);
 }
 
 /*
- * Write new nodes, then the node at addr (sealed), and release its remote
- * lock if `release` (else the lock word is left alone: a node written under
- * its cache frame's local lock only).
+ * Write new nodes, then the node at addr (sealed), fenced by its version
+ * (see the top of the file), and release its remote lock `held` (0: a node
+ * written under its cache frame's local lock only; the guard fences it all
+ * the same).  DM_TREE_STALE: the guard failed, nothing of the node landed
+ * (new nodes on another memnode did, unreachable: leaked), and our lock,
+ * if we still had it, is released.
  */
 static int
-write_nodes(dm_tree *t, dm_gaddr addr, void *buf, int release,
+write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
-	dm_op		ops[8];
-	int			n = 0;
-	uint64_t	zero = 0;
+	dm_op		ops[12];
+	int			n = 0, g;
+	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
+
+	if (nnew > 4)
+		return dm_tree_fail(t, DM_ERR_INTERNAL, "too many new nodes in one write");
 
 	/*
 	 * New nodes must be in place before the node that makes them reachable.
-	 * Ops to one memnode execute in order, so a single batch suffices when
-	 * everything is on the locked node's memnode; otherwise post the new
-	 * nodes first.
+	 * Ops to one memnode execute in order, so those on the locked node's
+	 * memnode go into its batch (after the guard: a failed guard writes
+	 * nothing); the others are posted first.
 	 */
 	for (int i = 0; i < nnew; i++)
 	{
 		NODE_HDR(new_bufs[i])->lock = 0;
 		dm_node_seal(new_bufs[i]);
-		dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
 		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr))
 		{
-			if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
+			dm_op_write(&ops[0], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+			if ((rc = dm_post(t->c, ops, 1, NULL)) != DM_OK)
 				return transport_error(t, rc);
-			n = 0;
 		}
 	}
 	dm_node_seal(buf);
-	/* the body first (from byte 8: the lock word stays ours), then release */
-	dm_op_write(&ops[n++], addr + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
-	if (release)
-		dm_op_write(&ops[n++], addr, &zero, 8);
+	if (held & DM_LOCK_REDO)
+	{
+		/* the redo image first: whoever finds the node torn can finish the write from it */
+		dm_op_write(&ops[n++], DM_LOCK_REDO_SLOT(held), &addr, 8);
+		dm_op_write(&ops[n++], DM_LOCK_REDO_SLOT(held) + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
+	}
+	g = n;
+	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
+	for (int i = 0; i < nnew; i++)
+		if (dm_gaddr_node(new_addrs[i]) == dm_gaddr_node(addr))
+			dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+	/* from the checksum on (lock and version words are the ops'), then clean */
+	dm_op_write(&ops[n++], addr + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
+	dm_op_write(&ops[n++], addr + 8, &NODE_HDR(buf)->version, 8);
+	if (held)
+		dm_op_atomic(&ops[n++], DM_OP_CAS, addr, held, 0);
 	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
 		return transport_error(t, rc);
+	if (dm_op_guard_failed(&ops[g]))
+	{
+		t->ctr.fenced_writes++;
+		NODE_HDR(buf)->version = v;
+		if (held && (rc = dm_node_unlock(t, addr, held)) != DM_OK)
+			return rc;
+		return DM_TREE_STALE;
+	}
 	return DM_OK;
 }
 
 int
-dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf,
+dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
-	return write_nodes(t, addr, buf, 1, nnew, new_addrs, new_bufs);
+	return write_nodes(t, addr, buf, held, nnew, new_addrs, new_bufs);
 }
 
 /* ---- through the cache ------------------------------------------------------------ */
@@ -381,8 +593,9 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	wl->addr = addr;
 	wl->frame = DM_FRAME_NONE;
 	wl->remote = 1;
+	wl->held = 0;
 	if (c == NULL || !dm_cache_caches_level(c, level))
-		return dm_node_lock(t, addr, buf);
+		return dm_node_lock(t, addr, buf, &wl->held);
 
 	/*
 	 * Nodes at a cached level are written through their frame, always (a
@@ -423,7 +636,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 				{
 					/* a retired node: lock it remotely like any stale address */
 					dm_cache_admit_abort(c, f);
-					return dm_node_lock(t, addr, buf);
+					return dm_node_lock(t, addr, buf, &wl->held);
 				}
 				dm_cache_admit_finish(c, f, buf, t->node_size, NODE_HDR(buf)->level,
 									  ctx.pframe, ctx.slot, 1);
@@ -459,10 +672,32 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 		if (from_frame)
 			dm_cache_count_hit(c, NODE_HDR(buf)->level, t->node_size);
 		wl->remote = 0;
+		if (dm_client_is_local(t->c, dm_gaddr_node(addr)))
+		{
+			/*
+			 * Over shm the remote lock as well, just a CAS: its value names
+			 * our redo slot, for the repair of a write we die in.  Taken
+			 * (by a process of ours that died holding it): the full path,
+			 * which waits it out, repairs and reads the node afresh.
+			 */
+			uint64_t	mine = lock_value_for(t, addr), old;
+
+			if ((rc = dm_cas(t->c, addr, 0, mine, &old)) != DM_OK)
+			{
+				dm_cache_unlock_drop(c, f);
+				return transport_error(t, rc);
+			}
+			wl->held = mine;
+			if (old != 0 && (rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
+			{
+				dm_cache_unlock_drop(c, f);
+				return rc;
+			}
+		}
 		return DM_OK;
 	}
 	/* shared: other instances write it too, under the remote lock (which reads it fresh) */
-	if ((rc = dm_node_lock(t, addr, buf)) != DM_OK)
+	if ((rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
 	{
 		dm_cache_unlock_drop(c, f);
 		return rc;
@@ -478,12 +713,15 @@ dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 	int			rc = DM_OK;
 
 	if (changed)
-		rc = write_nodes(t, wl->addr, buf, wl->remote, nnew, new_addrs, new_bufs);
-	else if (wl->remote)
-		rc = dm_node_unlock(t, wl->addr);
+		rc = write_nodes(t, wl->addr, buf, wl->held, nnew, new_addrs, new_bufs);
+	else if (wl->held)
+		rc = dm_node_unlock(t, wl->addr, wl->held);
 	if (wl->frame != DM_FRAME_NONE)
 	{
-		/* a failed write may or may not have landed: forget the copy */
+		/*
+		 * A failed write may or may not have landed, and a fenced one
+		 * (DM_TREE_STALE) found the node newer than our copy: forget it.
+		 */
 		if ((changed && rc != DM_OK) || !cacheable(t, buf))
 			dm_cache_unlock_drop(c, wl->frame);
 		else

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "dm_proto.h"
@@ -350,6 +351,29 @@ test_decode_invalid(void)
 	len = build_body(ops, 1, 1, 8);
 	expect_bad("trailing bytes after a READ-only batch", len, DM_ERR_PROTOCOL, UINT32_MAX);
 
+	/* Op flags: GUARD only on a CAS, no unknown bits. */
+	ops[0] = wop(DM_OP_CAS, 8, 0, 1, 2);
+	ops[0].flags = DM_OPF_GUARD;
+	ops[1] = wop(DM_OP_READ, 8, 0, 0, 0);
+	len = build_body(ops, 2, 2, 0);
+	{
+		const dm_wire_op *dops = NULL;
+		const uint8_t *payload = NULL;
+		uint32_t	nops = 0,
+					bad = 0;
+
+		CHECK_STATUS(dm_batch_decode((const uint8_t *) bodybuf, len, &dops, &nops, &payload, &bad),
+					 DM_OK, "a guard CAS decodes");
+		CHECK(nops == 2 && dops[0].flags == DM_OPF_GUARD, "the guard flag survives decoding");
+	}
+	ops[1].flags = DM_OPF_GUARD;
+	len = build_body(ops, 2, 2, 0);
+	expect_bad("GUARD on a READ", len, DM_ERR_PROTOCOL, 1);
+	ops[1].flags = 0;
+	ops[0].flags = 0x80;
+	len = build_body(ops, 2, 2, 0);
+	expect_bad("unknown op flag", len, DM_ERR_PROTOCOL, 0);
+
 	/* A WRITE of 5 bytes needs 8 payload bytes (padding is mandatory). */
 	ops[0] = wop(DM_OP_WRITE, 5, 0, 0, 0);
 	len = build_body(ops, 1, 1, -3);
@@ -391,7 +415,8 @@ test_wire_layout(void)
 	CHECK(sizeof(dm_hello_req) % 8 == 0 && sizeof(dm_hello_rep) % 8 == 0 &&
 		  sizeof(dm_tree_info) % 8 == 0 && sizeof(dm_node_stats) % 8 == 0,
 		  "HELLO, tree info and stats bodies are multiples of 8");
-	CHECK(DM_PROTO_MAGIC == 0x58494D44u && DM_PROTO_VERSION == 1, "magic 'DMIX', version 1");
+	CHECK(DM_PROTO_MAGIC == 0x58494D44u && DM_PROTO_VERSION == 2, "magic 'DMIX', version 2 (op flags)");
+	CHECK(offsetof(dm_wire_op, flags) == 1 && DM_OPF_GUARD == 1, "op flags at byte 1, GUARD = 1");
 	CHECK(dm_gaddr_node(dm_gaddr_make(0x7FFF, DM_OFFSET_MASK)) == 0x7FFF &&
 		  dm_gaddr_offset(dm_gaddr_make(3, 0x123456789ABCull)) == 0x123456789ABCull &&
 		  (dm_gaddr_make(0xFFFF, 0) & DM_GADDR_RESERVED_BIT) == 0,
