@@ -13,7 +13,7 @@
  *   16  checksum  u64  hash of bytes [8,16) and [24, 88 + count * entry size)
  *   24  magic     u16  DM_NODE_MAGIC
  *   26  level     u8   0 = leaf
- *   27  flags     u8   reserved (0)
+ *   27  flags     u8   DM_NODE_DEAD (a retired node), else 0
  *   28  count     u16  entries (leaf) or children (inner)
  *   30  size_log2 u8   log2(N)
  *   31  pad       u8

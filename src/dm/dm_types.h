@@ -16,8 +16,9 @@
 #endif
 
 /*
- * Global address (DESIGN.md §3, DEX §3): bit 63 is reserved (the compute-side
- * cache uses it to mark swizzled pointers), bits 48..62 hold the memory-node
+ * Global address (DESIGN.md §3, DEX §3): bit 63 is reserved (never set in a
+ * valid address; the cache keeps swizzle hints beside nodes instead of
+ * marking pointers), bits 48..62 hold the memory-node
  * id, bits 0..47 the byte offset inside that node's region.  Address 0 is
  * null; offset 0 of every region holds the superblock, so no real datum has
  * address 0.
@@ -116,7 +117,7 @@ typedef struct dm_tree_name
 	uint32_t	dboid;			/* DM_TREE_PG: database OID */
 	uint64_t	sysid;			/* DM_TREE_PG: cluster system identifier */
 	uint32_t	relfilenode;	/* DM_TREE_PG: index relfilenode */
-	uint32_t	generation;		/* DM_TREE_PG: bumped when rebuilt in place */
+	uint32_t	generation;		/* DM_TREE_PG: the creating transaction's xid */
 	char		name[DM_TREE_NAME_LEN];	/* DM_TREE_NAMED: NUL-terminated */
 } dm_tree_name;
 

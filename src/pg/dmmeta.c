@@ -21,6 +21,7 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "utils/hsearch.h"
@@ -348,12 +349,40 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 	return tree;
 }
 
+/*
+ * Give the handle's unused node grants (and its redo slot) back to the
+ * memnodes, for other backends to use: only through the client it was
+ * opened with (a rebuilt client has dropped those connections).  Never
+ * raises an error: it also runs at backend exit.
+ */
+static void
+release_grants(DmTreeCacheEntry *e)
+{
+	if (e->tree && e->client_generation == dmindex_client_generation())
+		(void) dm_tree_alloc_release(e->tree);
+}
+
 static void
 forget_cached(DmTreeCacheEntry *e)
 {
+	release_grants(e);
 	if (e->tree)
 		dm_tree_close(e->tree);
 	e->tree = NULL;
+}
+
+/* At backend exit: many short sessions must not each strand remote memory. */
+static void
+release_all_at_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS st;
+	DmTreeCacheEntry *e;
+
+	if (tree_cache == NULL)
+		return;
+	hash_seq_init(&st, tree_cache);
+	while ((e = hash_seq_search(&st)) != NULL)
+		release_grants(e);
 }
 
 void
@@ -385,6 +414,7 @@ dmindex_open_tree(Relation index)
 		ctl.entrysize = sizeof(DmTreeCacheEntry);
 		ctl.hcxt = TopMemoryContext;
 		tree_cache = hash_create("dmindex open trees", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		before_shmem_exit(release_all_at_exit, (Datum) 0);
 	}
 	client = dmindex_get_client();
 	e = hash_search(tree_cache, &RelationGetRelid(index), HASH_ENTER, &found);
