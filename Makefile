@@ -78,7 +78,10 @@ DATA = $(wildcard sql/dmindex--*.sql)
 PGFILEDESC = "dmindex - B+-tree index on disaggregated memory"
 REGRESS = $(shell cat test/regress-schedule 2>/dev/null)
 REGRESS_OPTS = --inputdir=. --load-extension=dmindex
-PG_CPPFLAGS = -Isrc/pg -Isrc/dm
+# The library's version is the control file's default_version, compiled in so
+# dmindex_version() can tell an administrator when ALTER EXTENSION UPDATE is due.
+DMINDEX_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" dmindex.control)
+PG_CPPFLAGS = -Isrc/pg -Isrc/dm -DDMINDEX_VERSION='"$(DMINDEX_VERSION)"'
 PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -1,4 +1,14 @@
-/* dmindex--0.1.sql: first version: memnode status functions (no AM yet). */
+/*
+ * dmindex--0.1.sql: the schema of dmindex 0.1, FROZEN.
+ *
+ * Installed databases may be at 0.1, so this file never changes again:
+ * every later schema change goes into an upgrade script
+ * (dmindex--0.1--0.2.sql, ...), and CREATE EXTENSION runs this file and
+ * then the upgrade scripts in order.  C functions that an older script
+ * names stay in the library, so a database not yet updated keeps working
+ * with a newer library.  sql/am_upgrade.sql checks that an updated
+ * database and a fresh one have the same objects.
+ */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION dmindex" to load this file. \quit

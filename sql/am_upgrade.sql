@@ -1,0 +1,59 @@
+--
+-- am_upgrade: the extension's version discipline.  A database created at
+-- 0.1 keeps working with this library (the C functions its schema names are
+-- still there), ALTER EXTENSION UPDATE brings it to the current version
+-- without touching its indexes, and the updated database has exactly the
+-- objects of a fresh install (names, signatures, bodies, properties and
+-- grants), so an upgrade script cannot drift from a fresh install.
+--
+
+-- This database (created by pg_regress at the default version).
+SELECT current_database() AS regress_db \gset
+SELECT extversion = dmindex_version() AS library_matches_schema
+FROM pg_extension WHERE extname = 'dmindex';
+
+-- The extension's members, one line each, as a digest and a count (a psql
+-- variable, because it must run in other databases).
+\set members 'SELECT md5(string_agg(m, E''\n'' ORDER BY m)) AS digest, count(*) AS n FROM (SELECT pg_describe_object(d.classid, d.objid, d.objsubid) || coalesce('' | '' || pg_get_function_result(p.oid) || '' | '' || p.provolatile::text || p.proparallel::text || p.proisstrict::text || '' | '' || p.prosrc || '' | '' || coalesce(p.proacl::text, ''-''), '''') AS m FROM pg_depend d LEFT JOIN pg_proc p ON d.classid = ''pg_proc''::regclass AND p.oid = d.objid WHERE d.refclassid = ''pg_extension''::regclass AND d.deptype = ''e'' AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = ''dmindex'')) s'
+
+CREATE DATABASE dm_upgrade_old;
+CREATE DATABASE dm_upgrade_new;
+
+-- ---- a database at 0.1 with an index, then updated ----------------------
+\c dm_upgrade_old
+CREATE EXTENSION dmindex VERSION '0.1';
+SELECT extversion FROM pg_extension WHERE extname = 'dmindex';
+-- 0.2's function is not there yet.
+SELECT count(*) AS has_version_function FROM pg_proc WHERE proname = 'dmindex_version';
+CREATE TABLE up (id int, v int8);
+INSERT INTO up SELECT g, g % 100 FROM generate_series(1, 2000) g;
+CREATE INDEX up_v ON up USING dmindex (v);
+INSERT INTO up SELECT g, g % 100 FROM generate_series(2001, 3000) g;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*), sum(id) FROM up WHERE v BETWEEN 10 AND 19;
+SELECT * FROM dmindex_check('up_v', true);
+
+ALTER EXTENSION dmindex UPDATE;
+SELECT extversion = dmindex_version() AS updated
+FROM pg_extension WHERE extname = 'dmindex';
+-- The update leaves the index alone; it is still written and read.
+INSERT INTO up SELECT g, g % 100 FROM generate_series(3001, 3500) g;
+SELECT count(*), sum(id) FROM up WHERE v BETWEEN 10 AND 19;
+SELECT * FROM dmindex_check('up_v', true);
+:members \gset old_
+DROP TABLE up;
+
+-- ---- a fresh install at the default version ------------------------------
+\c dm_upgrade_new
+CREATE EXTENSION dmindex;
+SELECT extversion = dmindex_version() AS fresh_at_library_version
+FROM pg_extension WHERE extname = 'dmindex';
+:members \gset new_
+
+SELECT :'old_digest' = :'new_digest' AS same_objects,
+       :old_n = :new_n AS same_count, :new_n > 50 AS has_members;
+
+\c :regress_db
+DROP DATABASE dm_upgrade_old;
+DROP DATABASE dm_upgrade_new;
