@@ -115,14 +115,8 @@ run_regress_suite() {
         suite_failed=1
         return
     fi
-    cat >"$work/regress.conf" <<CONF
-shared_preload_libraries = 'dmindex'
-dmindex.memnodes = '127.0.0.1:$mport'
-# a node cache of about 100 frames: every test's indexes go through one that evicts
-dmindex.cache_size = 128kB
-# PREPARE TRANSACTION (the tests of dropped and created indexes in prepared transactions)
-max_prepared_transactions = 10
-CONF
+    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n" "$mport"
+      cat "$ROOT/test/regress.conf"; } >"$work/regress.conf"
     chown "$DM_USER" "$work/regress.conf"
     # shellcheck disable=SC2046
     (cd "$work" && as_user "$driver" --inputdir=. --bindir="$PG_BIN" \
