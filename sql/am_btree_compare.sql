@@ -10,7 +10,7 @@
 -- acb_bt (50,000 rows in 256-byte nodes: a tall tree).  The *_dm tables
 -- have only dmindex indexes and the *_bt tables only btree indexes.
 --
--- ac_cmp(query, ordered, mode) runs a query template (%1$s, %2$s and %3$s
+-- dm_compare (test_setup) runs each query template (%1$s, %2$s and %3$s
 -- stand for the three tables) on both sets of tables, with sequential scans
 -- off and the scans of mode forced: 'index' (plain index scans), 'ios'
 -- (index-only scans allowed), 'bitmap', 'merge' (merge joins) or
@@ -19,46 +19,6 @@
 -- one side returned (both must be 0).  With ordered, each row is numbered
 -- in the order it came, so the order must match too.
 --
-
-CREATE FUNCTION ac_cmp(q text, ordered bool, mode text,
-	OUT plan text, OUT nrows bigint, OUT only_dm bigint, OUT only_bt bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-	qdm text := format(q, 'ac_dm', 'ac2_dm', 'acb_dm');
-	qbt text := format(q, 'ac_bt', 'ac2_bt', 'acb_bt');
-	line text;
-	m text[];
-	nodes text[] := '{}';
-BEGIN
-	PERFORM set_config('enable_seqscan', 'off', true);
-	PERFORM set_config('enable_indexscan', (mode <> 'bitmap')::text, true);
-	PERFORM set_config('enable_indexonlyscan', (mode = 'ios')::text, true);
-	PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
-	PERFORM set_config('enable_hashjoin', 'off', true);
-	PERFORM set_config('enable_hashagg', 'off', true);
-	PERFORM set_config('enable_memoize', 'off', true);
-	PERFORM set_config('enable_mergejoin', (mode <> 'nestloop')::text, true);
-	PERFORM set_config('enable_nestloop', (mode <> 'merge')::text, true);
-	IF ordered THEN
-		qdm := format('SELECT row_number() OVER () AS pos, s.* FROM (%s) s', qdm);
-		qbt := format('SELECT row_number() OVER () AS pos, s.* FROM (%s) s', qbt);
-	END IF;
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || qdm LOOP
-		-- plan nodes (property lines such as "Sort Key: ..." have a colon)
-		m := regexp_match(line, '^\s*(?:->\s+)?(Index Only Scan Backward|Index Only Scan|Index Scan Backward|Index Scan|Bitmap Index Scan|Seq Scan|Merge(?: \w+)? Join|Nested Loop(?: \w+ Join)?|Incremental Sort|Sort|BitmapOr|BitmapAnd|Result)(?: using (\w+))?(?: on (\w+))?');
-		IF m IS NOT NULL AND line !~ ':' THEN
-			nodes := nodes || (m[1] || coalesce(' ' || coalesce(m[2], m[3]), ''));
-		END IF;
-	END LOOP;
-	-- sorted, so that the order of a join's inputs does not matter
-	plan := (SELECT string_agg(x, ', ' ORDER BY x) FROM unnest(nodes) x);
-	EXECUTE format('SELECT count(*) FROM (%s) s', qdm) INTO nrows;
-	EXECUTE format('SELECT count(*) FROM (SELECT * FROM (%s) a EXCEPT ALL SELECT * FROM (%s) b) s',
-				   qdm, qbt) INTO only_dm;
-	EXECUTE format('SELECT count(*) FROM (SELECT * FROM (%s) a EXCEPT ALL SELECT * FROM (%s) b) s',
-				   qbt, qdm) INTO only_bt;
-END
-$$;
 
 CREATE TABLE ac_queries (n int PRIMARY KEY, label text, ordered bool, modes text[], q text);
 
@@ -223,7 +183,7 @@ INSERT INTO ac_queries VALUES
 (89, 'v < 100 or v > 19900', false, '{bitmap}', 'SELECT id, v FROM %3$s WHERE v < 100 OR v > 19900');
 
 SELECT n, label, mode, c.*
-FROM ac_queries, unnest(modes) AS mode, LATERAL ac_cmp(q, ordered, mode) c
+FROM ac_queries, unnest(modes) AS mode, LATERAL dm_compare(q, ordered, mode, '{ac_dm, ac2_dm, acb_dm}', '{ac_bt, ac2_bt, acb_bt}') c
 ORDER BY n, mode;
 
 -- ---- scrollable cursors ---------------------------------------------------------
@@ -231,37 +191,6 @@ ORDER BY n, mode;
 -- return the same rows (same).  nrows, first and last describe what the
 -- btree cursor returned.  (Only the key is fetched: rows with equal keys
 -- may come in another order.)
-CREATE FUNCTION ac_fetch(cur text, mv text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-	res text[] := '{}';
-BEGIN
-	FOR r IN EXECUTE format('FETCH %s FROM %I', mv, cur) LOOP
-		-- the one column as text (r::text is "(value)")
-		res := res || coalesce(nullif(btrim(r::text, '()'), ''), 'null');
-	END LOOP;
-	RETURN res;
-END
-$$;
-CREATE FUNCTION ac_moves(moves text[], OUT n bigint, OUT move text, OUT nrows int,
-	OUT first text, OUT last text, OUT same bool)
-RETURNS SETOF record LANGUAGE plpgsql AS $$
-DECLARE
-	d text[];
-	b text[];
-BEGIN
-	FOR n, move IN SELECT u.n, u.m FROM unnest(moves) WITH ORDINALITY AS u(m, n) LOOP
-		d := ac_fetch('ac_c_dm', move);
-		b := ac_fetch('ac_c_bt', move);
-		nrows := cardinality(b);
-		first := b[1];
-		last := b[cardinality(b)];
-		same := d = b;
-		RETURN NEXT;
-	END LOOP;
-END
-$$;
 
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
@@ -270,18 +199,18 @@ BEGIN;
 EXPLAIN (COSTS OFF) SELECT k FROM ac_dm WHERE k BETWEEN -10 AND 10 ORDER BY k;
 DECLARE ac_c_dm SCROLL CURSOR FOR SELECT k FROM ac_dm WHERE k BETWEEN -10 AND 10 ORDER BY k;
 DECLARE ac_c_bt SCROLL CURSOR FOR SELECT k FROM ac_bt WHERE k BETWEEN -10 AND 10 ORDER BY k;
-SELECT * FROM ac_moves('{10, "BACKWARD 4", 100, "BACKWARD 150", "FORWARD 1", ALL, PRIOR,
+SELECT * FROM dm_moves('{10, "BACKWARD 4", 100, "BACKWARD 150", "FORWARD 1", ALL, PRIOR,
                          "BACKWARD 3", NEXT, "BACKWARD ALL", NEXT, LAST, PRIOR, FIRST,
-                         "ABSOLUTE 300", "RELATIVE -7", "ABSOLUTE -1", NEXT, NEXT, PRIOR}');
+                         "ABSOLUTE 300", "RELATIVE -7", "ABSOLUTE -1", NEXT, NEXT, PRIOR}', 'ac_c_dm', 'ac_c_bt');
 CLOSE ac_c_dm;
 CLOSE ac_c_bt;
 -- descending, over NULLs and both extremes
 EXPLAIN (COSTS OFF) SELECT k FROM ac_dm ORDER BY k DESC;
 DECLARE ac_c_dm SCROLL CURSOR FOR SELECT k FROM ac_dm ORDER BY k DESC;
 DECLARE ac_c_bt SCROLL CURSOR FOR SELECT k FROM ac_bt ORDER BY k DESC;
-SELECT * FROM ac_moves('{200, "BACKWARD 150", "BACKWARD 100", 5, ALL, "BACKWARD 1000",
+SELECT * FROM dm_moves('{200, "BACKWARD 150", "BACKWARD 100", 5, ALL, "BACKWARD 1000",
                          PRIOR, NEXT, "BACKWARD ALL", "FORWARD 3", "BACKWARD 2", LAST,
-                         "RELATIVE -500", "RELATIVE 499", NEXT, PRIOR}');
+                         "RELATIVE -500", "RELATIVE 499", NEXT, PRIOR}', 'ac_c_dm', 'ac_c_bt');
 COMMIT;
 -- index-only scans, on the tall tree
 SET enable_indexonlyscan = on;
@@ -289,9 +218,9 @@ BEGIN;
 EXPLAIN (COSTS OFF) SELECT v FROM acb_dm WHERE v > 15000 ORDER BY v;
 DECLARE ac_c_dm SCROLL CURSOR FOR SELECT v FROM acb_dm WHERE v > 15000 ORDER BY v;
 DECLARE ac_c_bt SCROLL CURSOR FOR SELECT v FROM acb_bt WHERE v > 15000 ORDER BY v;
-SELECT * FROM ac_moves('{1000, "BACKWARD 500", 3000, "BACKWARD 10", ALL, PRIOR,
+SELECT * FROM dm_moves('{1000, "BACKWARD 500", 3000, "BACKWARD 10", ALL, PRIOR,
                          "BACKWARD ALL", NEXT, "ABSOLUTE 5000", "ABSOLUTE -5000", PRIOR,
-                         "FORWARD ALL", "BACKWARD 2"}');
+                         "FORWARD ALL", "BACKWARD 2"}', 'ac_c_dm', 'ac_c_bt');
 COMMIT;
 
 -- an index-only scan over the whole tall tree does not use memory per row
@@ -307,6 +236,3 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 RESET enable_indexonlyscan;
 DROP TABLE ac_dm, ac2_dm, acb_dm, ac_bt, ac2_bt, acb_bt, ac_queries;
-DROP FUNCTION ac_cmp(text, bool, text);
-DROP FUNCTION ac_moves(text[]);
-DROP FUNCTION ac_fetch(text, text);

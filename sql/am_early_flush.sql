@@ -5,25 +5,9 @@
 -- checked against the heap when index expressions run queries; and many
 -- index-only scans open at once in one session.
 --
--- ef_agree(cond) compares the rows of ef_t found through the dmindex index
--- with a sequential scan.
+-- dm_agree(table, cond) (test_setup) compares the rows found through the
+-- table's dmindex index (index and bitmap scans) with a sequential scan.
 --
-CREATE FUNCTION ef_agree(tbl regclass, cond text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	via_index bigint;
-	via_heap bigint;
-BEGIN
-	SET LOCAL enable_seqscan = off;
-	SET LOCAL enable_bitmapscan = off;
-	EXECUTE format('SELECT count(*) FROM %s WHERE %s', tbl, cond) INTO via_index;
-	SET LOCAL enable_seqscan = on;
-	SET LOCAL enable_indexscan = off;
-	SET LOCAL enable_indexonlyscan = off;
-	EXECUTE format('SELECT count(*) FROM %s WHERE %s', tbl, cond) INTO via_heap;
-	RETURN CASE WHEN via_index = via_heap THEN 'same (' || via_heap || ')'
-		ELSE 'DIFFERENT: index ' || via_index || ', heap ' || via_heap END;
-END $$;
 
 CREATE TABLE ef_t (k int4);
 CREATE INDEX ef_t_k ON ef_t USING dmindex (k);
@@ -40,7 +24,7 @@ TRUNCATE ef_t;
 INSERT INTO ef_t SELECT g FROM generate_series(100, 120) g;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
-SELECT ef_agree('ef_t', 'k > 0');
+SELECT * FROM dm_agree('ef_t', 'k > 0');
 SELECT entries, heap_tuples, ok FROM dmindex_check('ef_t_k', true);
 
 -- REINDEX in a savepoint, an early flush by inserts into another table
@@ -51,7 +35,7 @@ REINDEX INDEX ef_t_k;
 INSERT INTO ef_other SELECT g FROM generate_series(1, 20) g;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
-SELECT ef_agree('ef_t', 'k > 0');
+SELECT * FROM dm_agree('ef_t', 'k > 0');
 SELECT entries, heap_tuples, ok FROM dmindex_check('ef_t_k', true);
 
 -- DROP INDEX in a savepoint, an early flush, ROLLBACK TO
@@ -62,7 +46,7 @@ DROP INDEX ef_t_k;
 INSERT INTO ef_other SELECT g FROM generate_series(21, 40) g;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
-SELECT ef_agree('ef_t', 'k > 0');
+SELECT * FROM dm_agree('ef_t', 'k > 0');
 SELECT entries, heap_tuples, ok FROM dmindex_check('ef_t_k', true);
 
 -- the same in a PL/pgSQL EXCEPTION block, with the rewrite released first
@@ -80,7 +64,7 @@ BEGIN
 		NULL;
 	END;
 END $$;
-SELECT ef_agree('ef_t', 'k > 0');
+SELECT * FROM dm_agree('ef_t', 'k > 0');
 SELECT entries, heap_tuples, ok FROM dmindex_check('ef_t_k', true);
 
 -- a rewrite that stays: the rebuilt index has every row, nothing twice
@@ -92,7 +76,7 @@ INSERT INTO ef_other SELECT g FROM generate_series(61, 80) g;
 RELEASE SAVEPOINT s;
 INSERT INTO ef_t SELECT g FROM generate_series(26, 30) g;
 COMMIT;
-SELECT ef_agree('ef_t', 'k > 0');
+SELECT * FROM dm_agree('ef_t', 'k > 0');
 SELECT entries, heap_tuples, ok FROM dmindex_check('ef_t_k', true);
 RESET dmindex.insert_buffer;
 
@@ -111,7 +95,7 @@ INSERT INTO ef_u VALUES (5, 50) ON CONFLICT DO NOTHING;
 SET LOCAL enable_seqscan = off;
 SELECT id, v FROM ef_u WHERE ef_plus_one(v) BETWEEN 0 AND 100 ORDER BY 1;
 COMMIT;
-SELECT ef_agree('ef_u', 'ef_plus_one(v) BETWEEN 0 AND 100');
+SELECT * FROM dm_agree('ef_u', 'ef_plus_one(v) BETWEEN 0 AND 100');
 SELECT entries, heap_tuples, ok FROM dmindex_check('ef_u_f', true);
 
 -- more index-only scans open at once than the server has pins for: none
@@ -143,4 +127,3 @@ RESET enable_bitmapscan;
 
 DROP TABLE ef_t, ef_other, ef_u;
 DROP FUNCTION ef_plus_one(int);
-DROP FUNCTION ef_agree(regclass, text);

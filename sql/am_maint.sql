@@ -10,55 +10,14 @@
 -- may collect it at any moment, so the counts are taken after dmindex_gc()
 -- there.
 --
--- am_agree(table, condition) runs "SELECT * FROM table WHERE condition"
+-- dm_agree(table, condition) (test_setup) runs "SELECT * FROM table WHERE condition"
 -- as an index scan, as a bitmap scan and as a sequential scan; the first
 -- two must use a dmindex index and all three must return the same rows.
 --
 
-CREATE FUNCTION am_trees() RETURNS bigint
-LANGUAGE sql AS $$ SELECT sum(trees)::bigint FROM dmindex_memnodes() $$;
-
-CREATE FUNCTION am_rows(q text, mode text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	res text[];
-	plan text := '';
-	line text;
-BEGIN
-	PERFORM set_config('enable_seqscan', (mode = 'seq')::text, true);
-	PERFORM set_config('enable_indexscan', (mode = 'index')::text, true);
-	PERFORM set_config('enable_indexonlyscan', 'off', true);
-	PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		plan := plan || line || E'\n';
-	END LOOP;
-	IF (mode = 'index' AND plan !~ 'Index Scan') OR (mode = 'bitmap' AND plan !~ 'Bitmap Index Scan') THEN
-		RAISE EXCEPTION 'no % scan in the plan: %', mode, plan;
-	END IF;
-	EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO res;
-	RETURN coalesce(res, '{}');
-END
-$$;
-
-CREATE FUNCTION am_agree(tbl regclass, cond text, OUT nrows int, OUT agree bool)
-LANGUAGE plpgsql AS $$
-DECLARE
-	q text := format('SELECT * FROM %s WHERE %s', tbl, cond);
-	s text[] := am_rows(q, 'seq');
-BEGIN
-	nrows := cardinality(s);
-	agree := am_rows(q, 'index') = s AND am_rows(q, 'bitmap') = s;
-	-- back to the defaults for the rest of the transaction
-	PERFORM set_config('enable_seqscan', 'on', true);
-	PERFORM set_config('enable_indexscan', 'on', true);
-	PERFORM set_config('enable_indexonlyscan', 'on', true);
-	PERFORM set_config('enable_bitmapscan', 'on', true);
-END
-$$;
-
 -- Start from a clean slate: no garbage trees.
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() AS base \gset
+SELECT dm_trees() AS base \gset
 
 -- ---- the table -----------------------------------------------------------------
 -- Room on each page (fillfactor 60) so that updates of other columns are HOT;
@@ -68,42 +27,42 @@ CREATE TABLE am_t (id int, k int8, pad text) WITH (fillfactor = 60, autovacuum_e
 INSERT INTO am_t SELECT g, g % 100, 'x' FROM generate_series(1, 3000) g;
 INSERT INTO am_t SELECT 3000 + g, NULL, 'x' FROM generate_series(1, 30) g;
 CREATE INDEX am_t_k ON am_t USING dmindex (k) WITH (node_size = 256);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT height >= 3 AS tall, entries, node_size, memnodes FROM dmindex_stats('am_t_k');
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 10 AND 12 OR k IS NULL');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 10 AND 12 OR k IS NULL', modes => '{bitmap}');
 
 -- ---- UPDATE --------------------------------------------------------------------
 -- the key changes: a new entry for each new row version
 UPDATE am_t SET k = k + 1000 WHERE id % 10 = 1;
 SELECT entries FROM dmindex_stats('am_t_k');
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 1000 AND 1010');
-SELECT * FROM am_agree('am_t', 'k < 5');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 1000 AND 1010');
+SELECT * FROM dm_agree('am_t', 'k < 5');
 -- another column changes: HOT updates, no new entries
 UPDATE am_t SET pad = 'y' WHERE id % 10 = 2;
 SELECT entries FROM dmindex_stats('am_t_k');
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k = 2 OR k = 12');
+SELECT * FROM dm_agree('am_t', 'k = 2 OR k = 12', modes => '{bitmap}');
 -- updates that are rolled back leave nothing behind
 BEGIN;
 UPDATE am_t SET k = -k WHERE id <= 500;
-SELECT * FROM am_agree('am_t', 'k < 0');
+SELECT * FROM dm_agree('am_t', 'k < 0');
 ROLLBACK;
 SELECT entries FROM dmindex_stats('am_t_k');
-SELECT * FROM am_agree('am_t', 'k < 0');
+SELECT * FROM dm_agree('am_t', 'k < 0');
 
 -- ---- DELETE and VACUUM ------------------------------------------------------------
 DELETE FROM am_t WHERE id % 10 = 3;
 -- the entries of deleted rows stay until VACUUM
 SELECT entries FROM dmindex_stats('am_t_k');
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 20 AND 25');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 20 AND 25');
 VACUUM am_t;
 SELECT entries, (SELECT count(*) FROM am_t) AS table_rows FROM dmindex_stats('am_t_k');
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 20 AND 25');
-SELECT * FROM am_agree('am_t', 'k >= 1000');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 20 AND 25');
+SELECT * FROM dm_agree('am_t', 'k >= 1000');
 -- once more, nothing to delete
 VACUUM am_t;
 SELECT entries FROM dmindex_stats('am_t_k');
@@ -112,36 +71,36 @@ DELETE FROM am_t WHERE k BETWEEN 50 AND 59;
 VACUUM am_t;
 INSERT INTO am_t SELECT 5000 + g, 500 + g % 10, 'z' FROM generate_series(1, 300) g;
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 50 AND 59');
-SELECT * FROM am_agree('am_t', 'k BETWEEN 500 AND 509');
-SELECT am_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 50 AND 59');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 500 AND 509');
+SELECT dm_trees() - :base AS new_trees;
 
 -- ---- REINDEX ------------------------------------------------------------------------
 REINDEX INDEX am_t_k;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT entries, (SELECT count(*) FROM am_t) AS table_rows FROM dmindex_stats('am_t_k');
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 500 AND 509');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 500 AND 509');
 CREATE INDEX am_t_id ON am_t USING dmindex (id);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 REINDEX TABLE am_t;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_t_k', true);
 SELECT * FROM dmindex_check('am_t_id', true);
 -- REINDEX CONCURRENTLY builds a new index and drops the old one: its tree
 -- goes at once
 REINDEX INDEX CONCURRENTLY am_t_k;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_t_k', true);
-SELECT * FROM am_agree('am_t', 'k BETWEEN 40 AND 45');
+SELECT * FROM dm_agree('am_t', 'k BETWEEN 40 AND 45');
 -- a REINDEX that rolls back frees its new tree
 BEGIN;
 REINDEX INDEX am_t_k;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 ROLLBACK;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_t_k', true);
 -- reloptions apply when the tree is built
 ALTER INDEX am_t_k SET (node_size = 1024, fillfactor = 50);
@@ -152,7 +111,7 @@ SELECT * FROM dmindex_check('am_t_k', true);
 SELECT dmindex_gc() >= 0 AS collected;
 
 -- ---- DROP -------------------------------------------------------------------------
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- a DROP that rolls back keeps the tree, and so does one in a rolled-back
 -- savepoint
 BEGIN;
@@ -163,16 +122,16 @@ SAVEPOINT s;
 DROP INDEX am_t_id;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_t_id', true);
-SELECT * FROM am_agree('am_t', 'id BETWEEN 100 AND 110');
+SELECT * FROM dm_agree('am_t', 'id BETWEEN 100 AND 110');
 -- DROP INDEX frees the tree at commit: nothing left to collect
 DROP INDEX am_t_id;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT dmindex_gc();
 CREATE INDEX am_t_id ON am_t USING dmindex (id);
 DROP INDEX CONCURRENTLY am_t_id;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT dmindex_gc();
 
 -- dmindex_gc() in a transaction that rebuilt or dropped an index must not
@@ -188,22 +147,22 @@ DROP INDEX am_t_id;
 DO $$ BEGIN PERFORM dmindex_gc(); EXCEPTION WHEN OTHERS THEN NULL; END $$;
 ROLLBACK;
 SELECT * FROM dmindex_check('am_t_id', true);
-SELECT * FROM am_agree('am_t', 'id BETWEEN 100 AND 110');
+SELECT * FROM dm_agree('am_t', 'id BETWEEN 100 AND 110');
 DROP INDEX am_t_id;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT dmindex_gc();
 
 -- ---- rolled-back and failed CREATE INDEX ----------------------------------------------
 BEGIN;
 CREATE INDEX am_t_id ON am_t USING dmindex (id);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 ROLLBACK;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- fails on a row, after the tree was made
 \set VERBOSITY terse
 CREATE INDEX am_t_bad ON am_t USING dmindex ((1 / (k - 500)));
 \set VERBOSITY default
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT dmindex_gc();
 -- a CREATE INDEX in a rolled-back savepoint: its tree is garbage once the
 -- transaction ends
@@ -213,35 +172,35 @@ CREATE INDEX am_t_id ON am_t USING dmindex (id);
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- CREATE INDEX CONCURRENTLY
 INSERT INTO am_t SELECT 6000 + g, 600, 'c' FROM generate_series(1, 50) g;
 CREATE INDEX CONCURRENTLY am_t_id ON am_t USING dmindex (id);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_t_id', true);
-SELECT * FROM am_agree('am_t', 'id > 6040');
+SELECT * FROM dm_agree('am_t', 'id > 6040');
 
 -- ---- TRUNCATE ----------------------------------------------------------------------
 CREATE TABLE am_u (id int, k int4) WITH (autovacuum_enabled = false);
 INSERT INTO am_u SELECT g, g % 10 FROM generate_series(1, 1000) g;
 CREATE INDEX am_u_k ON am_u USING dmindex (k);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- a TRUNCATE that rolls back frees its new tree and keeps the old one
 BEGIN;
 TRUNCATE am_u;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 ROLLBACK;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 TRUNCATE am_u;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT entries FROM dmindex_stats('am_u_k');
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 INSERT INTO am_u SELECT g, g % 10 FROM generate_series(1, 100) g;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 -- TRUNCATE twice in one transaction: the second rewrites the index in place
 CREATE TABLE am_w (id int, k int4) WITH (autovacuum_enabled = false);
 INSERT INTO am_w SELECT g, g % 10 FROM generate_series(1, 100) g;
@@ -252,14 +211,14 @@ TRUNCATE am_w;
 INSERT INTO am_w SELECT g, g % 10 FROM generate_series(1, 2000) g;
 TRUNCATE am_w;
 INSERT INTO am_w SELECT g, g % 5 FROM generate_series(1, 20) g;
-SELECT * FROM am_agree('am_w', 'k = 3');
+SELECT * FROM dm_agree('am_w', 'k = 3');
 COMMIT;
 SELECT * FROM dmindex_check('am_w_k', true);
-SELECT * FROM am_agree('am_w', 'k = 3');
-SELECT * FROM am_agree('am_w', 'k > 4');
+SELECT * FROM dm_agree('am_w', 'k = 3');
+SELECT * FROM dm_agree('am_w', 'k > 4');
 DROP TABLE am_w;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- a table created, indexed, filled and truncated in one transaction
 BEGIN;
 CREATE TABLE am_v (id int, k int4) WITH (autovacuum_enabled = false);
@@ -267,44 +226,44 @@ CREATE INDEX am_v_k ON am_v USING dmindex (k);
 INSERT INTO am_v SELECT g, g FROM generate_series(1, 3000) g;
 TRUNCATE am_v;
 INSERT INTO am_v SELECT g, g + 10000 FROM generate_series(1, 10) g;
-SELECT * FROM am_agree('am_v', 'k > 0');
+SELECT * FROM dm_agree('am_v', 'k > 0');
 COMMIT;
 SELECT * FROM dmindex_check('am_v_k', true);
-SELECT * FROM am_agree('am_v', 'k > 0');
-SELECT * FROM am_agree('am_v', 'k BETWEEN 1 AND 3000');
+SELECT * FROM dm_agree('am_v', 'k > 0');
+SELECT * FROM dm_agree('am_v', 'k BETWEEN 1 AND 3000');
 DROP TABLE am_v;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 
 -- ---- table rewrites ------------------------------------------------------------------
 -- VACUUM FULL and CLUSTER (on a btree index of the table) rebuild every index
 CREATE INDEX am_u_id_btree ON am_u (id);
 VACUUM FULL am_u;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_u_k', true);
 CLUSTER am_u USING am_u_id_btree;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 -- a new column type: the index is dropped and made again
 ALTER TABLE am_u ALTER COLUMN k TYPE int8;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT pg_get_indexdef('am_u_k'::regclass);
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 -- unlogged and back
 ALTER TABLE am_u SET UNLOGGED;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 ALTER TABLE am_u SET LOGGED;
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 
 -- ---- another tablespace ---------------------------------------------------------------
 -- Moving the index copies its files under a new relfilenode; its tree must
@@ -314,33 +273,33 @@ CREATE TABLESPACE am_ts LOCATION '';
 ALTER INDEX am_u_k SET TABLESPACE am_ts;
 SELECT dmindex_gc() >= 0 AS collected;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
+SELECT * FROM dm_agree('am_u', 'k = 3');
 INSERT INTO am_u VALUES (9999, 3);
-SELECT * FROM am_agree('am_u', 'k = 3');
-SELECT am_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('am_u', 'k = 3');
+SELECT dm_trees() - :base AS new_trees;
 ALTER INDEX am_u_k SET TABLESPACE pg_default;
 SELECT dmindex_gc() >= 0 AS collected;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT * FROM am_agree('am_u', 'k = 3');
-SELECT am_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('am_u', 'k = 3');
+SELECT dm_trees() - :base AS new_trees;
 -- REINDEX into a tablespace builds a new tree
 REINDEX (TABLESPACE am_ts) INDEX am_u_k;
 SELECT dmindex_gc() >= 0 AS collected;
 SELECT * FROM dmindex_check('am_u_k', true);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 DROP INDEX am_u_k;
 DROP TABLESPACE am_ts;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 
 -- ---- unlogged tables ---------------------------------------------------------------------
 CREATE UNLOGGED TABLE am_ul (id int, k int4) WITH (autovacuum_enabled = false);
 INSERT INTO am_ul SELECT g, g % 50 FROM generate_series(1, 2000) g;
 CREATE INDEX am_ul_k ON am_ul USING dmindex (k);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 INSERT INTO am_ul SELECT g, g % 50 FROM generate_series(2001, 2500) g;
 SELECT entries FROM dmindex_stats('am_ul_k');
 SELECT * FROM dmindex_check('am_ul_k', true);
-SELECT * FROM am_agree('am_ul', 'k = 7');
+SELECT * FROM dm_agree('am_ul', 'k = 7');
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 SELECT k FROM am_ul ORDER BY k DESC LIMIT 2;
@@ -353,16 +312,16 @@ SELECT * FROM dmindex_check('am_ul_k', true);
 TRUNCATE am_ul;
 INSERT INTO am_ul VALUES (1, 7), (2, 8);
 SELECT * FROM dmindex_check('am_ul_k', true);
-SELECT * FROM am_agree('am_ul', 'k = 7');
+SELECT * FROM dm_agree('am_ul', 'k = 7');
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- an unlogged table indexed while empty
 CREATE UNLOGGED TABLE am_ul2 (k int4) WITH (autovacuum_enabled = false);
 CREATE INDEX am_ul2_k ON am_ul2 USING dmindex (k);
 INSERT INTO am_ul2 SELECT g FROM generate_series(1, 100) g;
 SELECT * FROM dmindex_check('am_ul2_k', true);
-SELECT * FROM am_agree('am_ul2', 'k > 95');
-SELECT am_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('am_ul2', 'k > 95');
+SELECT dm_trees() - :base AS new_trees;
 
 -- ---- databases ---------------------------------------------------------------------------
 -- DROP DATABASE frees the trees of the database's indexes.  CREATE DATABASE
@@ -376,7 +335,7 @@ CREATE TABLE t (k int4);
 INSERT INTO t SELECT g FROM generate_series(1, 100) g;
 CREATE INDEX t_k ON t USING dmindex (k);
 \c :regress_db
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 CREATE DATABASE am_db2 TEMPLATE am_db1;
 \c am_db2
 SET enable_seqscan = off;
@@ -389,27 +348,24 @@ SET enable_seqscan = off;
 SELECT count(*) FROM t WHERE k > 90;
 SELECT * FROM dmindex_check('t_k', true);
 \c :regress_db
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 DROP DATABASE am_db2;
 DROP DATABASE am_db1;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT dmindex_gc();
 
 -- ---- DROP TABLE, DROP SCHEMA -------------------------------------------------------------
 DROP TABLE am_ul, am_ul2;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 CREATE SCHEMA am_s;
 CREATE TABLE am_s.t (k int4);
 CREATE INDEX t_k1 ON am_s.t USING dmindex (k);
 CREATE INDEX t_k2 ON am_s.t USING dmindex (k) WITH (node_size = 512);
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 DROP SCHEMA am_s CASCADE;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- am_t (two indexes) and am_u (none left)
 DROP TABLE am_t, am_u;
-SELECT am_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 SELECT dmindex_gc();
 
-DROP FUNCTION am_agree(regclass, text);
-DROP FUNCTION am_rows(text, text);
-DROP FUNCTION am_trees();

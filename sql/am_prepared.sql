@@ -12,78 +12,37 @@
 -- finally rolled back, must still be freed, by the collector at the latest
 -- (dmindex_gc()).
 --
--- ap_agree(table, index, cond) runs "SELECT * FROM table WHERE cond" as an
--- index scan and a bitmap scan on index and as a sequential scan: all must
--- return the same rows (rows = the sequential scan's count).  ap_trees()
--- counts the trees on the memory nodes.
+-- dm_agree(table, cond, index) (test_setup) runs "SELECT * FROM table
+-- WHERE cond" as an index scan and a bitmap scan on index and as a
+-- sequential scan: all must return the same rows (nrows = the sequential
+-- scan's count).  dm_trees() counts the trees on the memory nodes.
 --
 
-CREATE FUNCTION ap_trees() RETURNS bigint
-LANGUAGE sql AS $$ SELECT sum(trees)::bigint FROM dmindex_memnodes() $$;
-
-CREATE FUNCTION ap_rows(tbl regclass, idx name, cond text, mode text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	q text := format('SELECT * FROM %s WHERE %s', tbl, cond);
-	res text[];
-	plan text := '';
-	line text;
-BEGIN
-	PERFORM set_config('enable_seqscan', (mode = 'seq')::text, true);
-	PERFORM set_config('enable_indexscan', (mode = 'index')::text, true);
-	PERFORM set_config('enable_indexonlyscan', 'off', true);
-	PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		plan := plan || line || E'\n';
-	END LOOP;
-	IF (mode = 'index' AND plan !~ ('Index Scan using ' || idx || ' ')) OR
-	   (mode = 'bitmap' AND plan !~ ('Bitmap Index Scan on ' || idx || '\M')) THEN
-		RAISE EXCEPTION 'no % scan on % in the plan: %', mode, idx, plan;
-	END IF;
-	EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO res;
-	RETURN coalesce(res, '{}');
-END
-$$;
-
-CREATE FUNCTION ap_agree(tbl regclass, idx name, cond text, OUT nrows int, OUT agree bool)
-LANGUAGE plpgsql AS $$
-DECLARE
-	s text[] := ap_rows(tbl, idx, cond, 'seq');
-	names text[] := '{enable_seqscan, enable_indexscan, enable_indexonlyscan, enable_bitmapscan}';
-BEGIN
-	nrows := cardinality(s);
-	agree := ap_rows(tbl, idx, cond, 'index') = s AND ap_rows(tbl, idx, cond, 'bitmap') = s;
-	FOR i IN 1 .. cardinality(names) LOOP
-		PERFORM set_config(names[i], 'on', true);
-	END LOOP;
-END
-$$;
-
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT ap_trees() AS base \gset
+SELECT dm_trees() AS base \gset
 
 CREATE TABLE ap (id int, k int4, j int8) WITH (autovacuum_enabled = false);
 INSERT INTO ap SELECT g, g % 100, g % 7 FROM generate_series(1, 1000) g;
 CREATE INDEX ap_k ON ap USING dmindex (k);
 -- the session's other transactions write here
 CREATE TABLE ap_other (x int);
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 
 -- ---- DROP INDEX prepared, then rolled back ------------------------------------------
 BEGIN;
 DROP INDEX ap_k;
 PREPARE TRANSACTION 'ap_drop';
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- a commit, then an abort, in the session that prepared: nothing to free
 INSERT INTO ap_other VALUES (1);
 SELECT 1 / 0;
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 ROLLBACK PREPARED 'ap_drop';
-SELECT ap_trees() - :base AS new_trees;
-SELECT * FROM ap_agree('ap', 'ap_k', 'k = 42');
-SELECT * FROM ap_agree('ap', 'ap_k', 'k >= 90');
+SELECT dm_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('ap', 'k = 42', 'ap_k');
+SELECT * FROM dm_agree('ap', 'k >= 90', 'ap_k');
 INSERT INTO ap VALUES (1001, 42, 0);
-SELECT * FROM ap_agree('ap', 'ap_k', 'k = 42');
+SELECT * FROM dm_agree('ap', 'k = 42', 'ap_k');
 SELECT * FROM dmindex_check('ap_k', true);
 
 -- ---- CREATE INDEX prepared, an abort in the session, then committed ---------------
@@ -96,15 +55,15 @@ BEGIN;
 INSERT INTO ap_other VALUES (2);
 ROLLBACK;
 SELECT 1 / 0;
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 -- the collector must not take it either: its creator may still commit
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 COMMIT PREPARED 'ap_create';
-SELECT ap_trees() - :base AS new_trees;
-SELECT * FROM ap_agree('ap', 'ap_j', 'j = 3');
+SELECT dm_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('ap', 'j = 3', 'ap_j');
 INSERT INTO ap VALUES (1002, 43, 3);
-SELECT * FROM ap_agree('ap', 'ap_j', 'j = 3');
+SELECT * FROM dm_agree('ap', 'j = 3', 'ap_j');
 SELECT * FROM dmindex_check('ap_j', true);
 
 -- ---- TRUNCATE prepared (a new tree for each index), an abort, then committed ------
@@ -115,9 +74,9 @@ PREPARE TRANSACTION 'ap_truncate';
 SELECT 1 / 0;
 COMMIT PREPARED 'ap_truncate';
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT ap_trees() - :base AS new_trees;
-SELECT * FROM ap_agree('ap', 'ap_k', 'k = 42');
-SELECT * FROM ap_agree('ap', 'ap_j', 'j = 3');
+SELECT dm_trees() - :base AS new_trees;
+SELECT * FROM dm_agree('ap', 'k = 42', 'ap_k');
+SELECT * FROM dm_agree('ap', 'j = 3', 'ap_j');
 SELECT * FROM dmindex_check('ap_k', true);
 SELECT * FROM dmindex_check('ap_j', true);
 
@@ -127,8 +86,8 @@ INSERT INTO ap SELECT g, 42, 3 FROM generate_series(301, 320) g;
 PREPARE TRANSACTION 'ap_insert';
 INSERT INTO ap_other VALUES (3);
 COMMIT PREPARED 'ap_insert';
-SELECT * FROM ap_agree('ap', 'ap_k', 'k = 42');
-SELECT * FROM ap_agree('ap', 'ap_j', 'j = 3');
+SELECT * FROM dm_agree('ap', 'k = 42', 'ap_k');
+SELECT * FROM dm_agree('ap', 'j = 3', 'ap_j');
 SELECT * FROM dmindex_check('ap_k', true);
 
 -- ---- DROP INDEX prepared and committed: its tree is freed ---------------------------
@@ -136,27 +95,24 @@ BEGIN;
 DROP INDEX ap_j;
 PREPARE TRANSACTION 'ap_drop2';
 INSERT INTO ap_other VALUES (4);
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 COMMIT PREPARED 'ap_drop2';
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 
 -- ---- CREATE INDEX prepared and rolled back: its tree is freed ----------------------
 BEGIN;
 CREATE INDEX ap_j ON ap USING dmindex (j);
 PREPARE TRANSACTION 'ap_create2';
 INSERT INTO ap_other VALUES (5);
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 ROLLBACK PREPARED 'ap_create2';
 SELECT dmindex_gc() >= 0 AS collected;
-SELECT ap_trees() - :base AS new_trees;
+SELECT dm_trees() - :base AS new_trees;
 
 -- the surviving index still answers like the heap
-SELECT * FROM ap_agree('ap', 'ap_k', 'k BETWEEN 40 AND 45');
+SELECT * FROM dm_agree('ap', 'k BETWEEN 40 AND 45', 'ap_k');
 SELECT * FROM dmindex_check('ap_k', true);
 
 DROP TABLE ap, ap_other;
-SELECT ap_trees() - :base AS new_trees;
-DROP FUNCTION ap_agree(regclass, name, text);
-DROP FUNCTION ap_rows(regclass, name, text, text);
-DROP FUNCTION ap_trees();
+SELECT dm_trees() - :base AS new_trees;

@@ -13,62 +13,21 @@
 -- either.  A released savepoint keeps the rewrite: the index must then hold
 -- exactly the rows the rewrite left.
 --
--- Every check compares the dmindex index with the heap: sr_agree(cond)
+-- Every check compares the dmindex index with the heap: dm_agree (test_setup)
 -- runs "SELECT * FROM sr WHERE cond" as an index scan and as a bitmap scan
 -- on sr_k and as a sequential scan; all three must return the same rows
--- (rows = the sequential scan's count).  dmindex_check(sr_k, true) must
+-- (nrows = the sequential scan's count).  dmindex_check(sr_k, true) must
 -- find one entry per row (no VACUUM is needed: no row is ever deleted, and
 -- rolled-back rows' entries go with their subtransaction).
 --
-
-CREATE FUNCTION sr_rows(cond text, mode text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	q text := 'SELECT * FROM sr WHERE ' || cond;
-	res text[];
-	plan text := '';
-	line text;
-BEGIN
-	PERFORM set_config('enable_seqscan', (mode = 'seq')::text, true);
-	PERFORM set_config('enable_indexscan', (mode = 'index')::text, true);
-	PERFORM set_config('enable_indexonlyscan', 'off', true);
-	PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		plan := plan || line || E'\n';
-	END LOOP;
-	IF (mode = 'index' AND plan !~ 'Index Scan using sr_k ') OR
-	   (mode = 'bitmap' AND plan !~ 'Bitmap Index Scan on sr_k\M') THEN
-		RAISE EXCEPTION 'no % scan on sr_k in the plan: %', mode, plan;
-	END IF;
-	EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO res;
-	RETURN coalesce(res, '{}');
-END
-$$;
-
-CREATE FUNCTION sr_agree(cond text, OUT nrows int, OUT index_agrees bool, OUT bitmap_agrees bool)
-LANGUAGE plpgsql AS $$
-DECLARE
-	s text[] := sr_rows(cond, 'seq');
-	names text[] := '{enable_seqscan, enable_indexscan, enable_indexonlyscan, enable_bitmapscan}';
-BEGIN
-	nrows := cardinality(s);
-	index_agrees := sr_rows(cond, 'index') = s;
-	bitmap_agrees := sr_rows(cond, 'bitmap') = s;
-	-- these calls run inside the transactions under test: back to the defaults
-	FOR i IN 1 .. cardinality(names) LOOP
-		PERFORM set_config(names[i], 'on', true);
-	END LOOP;
-END
-$$;
-
-CREATE VIEW sr_report AS
-SELECT c.cond, a.* FROM unnest(ARRAY['k = 7', 'k BETWEEN 10 AND 12', 'k >= 0']) AS c(cond),
-	LATERAL sr_agree(c.cond) a;
 
 -- 100 committed rows, k in 0..49
 CREATE TABLE sr (id int, k int4) WITH (autovacuum_enabled = false);
 INSERT INTO sr SELECT g, g % 50 FROM generate_series(1, 100) g;
 CREATE INDEX sr_k ON sr USING dmindex (k) WITH (node_size = 256);
+CREATE VIEW sr_report AS
+SELECT c.cond, a.* FROM unnest(ARRAY['k = 7', 'k BETWEEN 10 AND 12', 'k >= 0']) AS c(cond),
+	LATERAL dm_agree('sr', c.cond, 'sr_k') a;
 SELECT * FROM sr_report;
 
 -- ---- TRUNCATE rolled back to a savepoint -------------------------------------------
@@ -223,9 +182,7 @@ SELECT pg_relation_filepath('sr_k') ~ 'pg_tblspc' AS moved;
 SELECT * FROM sr_report;
 SELECT * FROM dmindex_check('sr_k', true);
 
+DROP VIEW sr_report;
 DROP TABLE sr;
 DROP TABLESPACE sr_ts;
 SELECT dmindex_gc() >= 0 AS collected;
-DROP VIEW sr_report;
-DROP FUNCTION sr_agree(text);
-DROP FUNCTION sr_rows(text, text);

@@ -8,49 +8,9 @@
 -- rolled back stay until VACUUM, which must not upset dmindex_check().
 --
 -- ax_dm has a dmindex index and ax_bt a btree index; every change is made
--- to both, and ax_cmp(query, ordered, mode) compares their answers as in
+-- to both, and dm_compare (test_setup) compares their answers as in
 -- am_btree_compare (%1$s stands for the table).
 --
-
-CREATE FUNCTION ax_cmp(q text, ordered bool, mode text,
-	OUT plan text, OUT nrows bigint, OUT only_dm bigint, OUT only_bt bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-	qdm text := format(q, 'ax_dm');
-	qbt text := format(q, 'ax_bt');
-	line text;
-	m text[];
-	nodes text[] := '{}';
-	names text[] := '{enable_seqscan, enable_indexscan, enable_indexonlyscan, enable_bitmapscan}';
-	saved text[];
-BEGIN
-	-- these calls run inside the transactions under test: put the settings back
-	saved := ARRAY(SELECT current_setting(x) FROM unnest(names) x);
-	PERFORM set_config('enable_seqscan', 'off', true);
-	PERFORM set_config('enable_indexscan', (mode <> 'bitmap')::text, true);
-	PERFORM set_config('enable_indexonlyscan', (mode = 'ios')::text, true);
-	PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
-	IF ordered THEN
-		qdm := format('SELECT row_number() OVER () AS pos, s.* FROM (%s) s', qdm);
-		qbt := format('SELECT row_number() OVER () AS pos, s.* FROM (%s) s', qbt);
-	END IF;
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || qdm LOOP
-		m := regexp_match(line, '^\s*(?:->\s+)?(Index Only Scan Backward|Index Only Scan|Index Scan Backward|Index Scan|Bitmap Index Scan|Seq Scan|Sort|BitmapOr)(?: using (\w+))?(?: on (\w+))?');
-		IF m IS NOT NULL AND line !~ ':' THEN
-			nodes := nodes || (m[1] || coalesce(' ' || coalesce(m[2], m[3]), ''));
-		END IF;
-	END LOOP;
-	plan := (SELECT string_agg(x, ', ' ORDER BY x) FROM unnest(nodes) x);
-	EXECUTE format('SELECT count(*) FROM (%s) s', qdm) INTO nrows;
-	EXECUTE format('SELECT count(*) FROM (SELECT * FROM (%s) a EXCEPT ALL SELECT * FROM (%s) b) s',
-				   qdm, qbt) INTO only_dm;
-	EXECUTE format('SELECT count(*) FROM (SELECT * FROM (%s) a EXCEPT ALL SELECT * FROM (%s) b) s',
-				   qbt, qdm) INTO only_bt;
-	FOR i IN 1 .. cardinality(names) LOOP
-		PERFORM set_config(names[i], saved[i], true);
-	END LOOP;
-END
-$$;
 
 -- The query families, each in the modes that apply.
 CREATE TABLE ax_queries (n int PRIMARY KEY, ordered bool, modes text[], q text);
@@ -67,7 +27,7 @@ INSERT INTO ax_queries VALUES
 (10, true, '{index,ios}', 'SELECT k FROM %1$s WHERE k > 150 ORDER BY k LIMIT 40 OFFSET 30'),
 (11, false, '{ios}', 'SELECT min(k), max(k) FROM %1$s');
 CREATE VIEW ax_compare AS
-SELECT n, mode, c.* FROM ax_queries, unnest(modes) AS mode, LATERAL ax_cmp(q, ordered, mode) c;
+SELECT n, mode, c.* FROM ax_queries, unnest(modes) AS mode, LATERAL dm_compare(q, ordered, mode, '{ax_dm}', '{ax_bt}') c;
 -- ...with one line per query when all is well
 CREATE VIEW ax_summary AS
 SELECT count(*) AS runs, sum(nrows) AS rows,
@@ -248,36 +208,6 @@ VACUUM ax_dm;
 SELECT (SELECT entries FROM dmindex_stats('ax_dm_k')) = (SELECT count(*) FROM ax_dm) AS one_entry_per_row;
 
 -- ---- a scrollable cursor over committed and own rows -------------------------------
-CREATE FUNCTION ax_fetch(cur text, mv text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-	res text[] := '{}';
-BEGIN
-	FOR r IN EXECUTE format('FETCH %s FROM %I', mv, cur) LOOP
-		res := res || coalesce(nullif(btrim(r::text, '()'), ''), 'null');
-	END LOOP;
-	RETURN res;
-END
-$$;
-CREATE FUNCTION ax_moves(moves text[], OUT n bigint, OUT move text, OUT nrows int,
-	OUT first text, OUT last text, OUT same bool)
-RETURNS SETOF record LANGUAGE plpgsql AS $$
-DECLARE
-	d text[];
-	b text[];
-BEGIN
-	FOR n, move IN SELECT u.n, u.m FROM unnest(moves) WITH ORDINALITY AS u(m, n) LOOP
-		d := ax_fetch('ax_c_dm', move);
-		b := ax_fetch('ax_c_bt', move);
-		nrows := cardinality(b);
-		first := b[1];
-		last := b[cardinality(b)];
-		same := d = b;
-		RETURN NEXT;
-	END LOOP;
-END
-$$;
 BEGIN;
 SELECT ax_add(17, 35);
 INSERT INTO ax_dm SELECT 5000 + g, g % 40 + 80 FROM generate_series(1, 120) g;
@@ -287,9 +217,9 @@ DECLARE ax_c_dm SCROLL CURSOR FOR SELECT k FROM ax_dm WHERE k > 60 ORDER BY k;
 DECLARE ax_c_bt SCROLL CURSOR FOR SELECT k FROM ax_bt WHERE k > 60 ORDER BY k;
 -- (more own rows after the cursors opened: invisible to them)
 SELECT ax_add(18, 5);
-SELECT * FROM ax_moves('{100, "BACKWARD 30", 200, "BACKWARD 120", 75, PRIOR, NEXT,
+SELECT * FROM dm_moves('{100, "BACKWARD 30", 200, "BACKWARD 120", 75, PRIOR, NEXT,
                          "FORWARD 500", "BACKWARD 250", "ABSOLUTE 400", "RELATIVE -100",
-                         "RELATIVE 30", "BACKWARD 5", "FORWARD 20"}');
+                         "RELATIVE 30", "BACKWARD 5", "FORWARD 20"}', 'ax_c_dm', 'ax_c_bt');
 COMMIT;
 SELECT * FROM dmindex_check('ax_dm_k', true);
 
@@ -327,7 +257,4 @@ RESET enable_bitmapscan;
 RESET enable_hashagg;
 DROP VIEW ax_batches, ax_summary, ax_compare;
 DROP TABLE ax_dm, ax_bt, ax_queries, ax_new_dm;
-DROP FUNCTION ax_cmp(text, bool, text);
 DROP FUNCTION ax_add(int, int);
-DROP FUNCTION ax_moves(text[]);
-DROP FUNCTION ax_fetch(text, text);
