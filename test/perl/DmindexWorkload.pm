@@ -11,6 +11,9 @@
 #
 # Used by 001 (no node cache) and 008 (a node cache of about 1% of the
 # index that evicts constantly), so both run the very same checks.
+# run_pgbench_with_vacuum, the runner underneath (scripts + a VACUUM
+# client, with the checks that every client succeeded), serves other
+# tests with their own scripts (012).
 
 package DmindexWorkload;
 
@@ -24,7 +27,64 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
 
-our @EXPORT = qw(pgbench_consistency);
+our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum);
+
+# run_pgbench_with_vacuum($node, $table, \%scripts, \%weights, duration =>
+# seconds, pause => time between VACUUMs, strict => also fail on any
+# "ERROR"/"aborted" in pgbench's output): four clients run the scripts
+# (name => text, weight) while a fifth VACUUMs the table, retrying
+# serialization failures and deadlocks (legitimate between range updates
+# and deletes).  Asserts that both exit 0, nothing failed, every script ran,
+# and VACUUM ran at least three times; returns pgbench's stdout.
+sub run_pgbench_with_vacuum
+{
+	my ($node, $table, $scripts, $weights, %p) = @_;
+	my $dir = $node->basedir;
+	my @files;
+	for my $name (sort keys %$scripts)
+	{
+		append_to_file("$dir/$name", $scripts->{$name});
+		push @files, '-f', "$dir/$name\@$weights->{$name}";
+	}
+	append_to_file("$dir/vacuum_$table.sql", "VACUUM $table;\n\\sleep $p{pause}\n");
+
+	my @conn = ('-h', $node->host, '-p', $node->port, 'postgres');
+	my ($out, $err, $vout, $verr) = ('', '', '', '');
+	my $bench = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $p{duration},
+			'--max-tries', '50', @files, @conn
+		],
+		'>', \$out, '2>', \$err);
+	my $vacuum = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '1', '-T', $p{duration}, '-f', "$dir/vacuum_$table.sql",
+			@conn
+		],
+		'>', \$vout, '2>', \$verr);
+	$bench->finish;
+	my $bench_rc = $bench->result(0);
+	$vacuum->finish;
+	my $vacuum_rc = $vacuum->result(0);
+	note "pgbench stdout:\n$out\npgbench stderr:\n$err";
+	note "vacuum pgbench stdout:\n$vout\nstderr:\n$verr";
+
+	is($bench_rc, 0, 'pgbench with 4 clients exits 0');
+	like($out, qr/number of failed transactions: 0 \(/, 'pgbench reports no failed transaction');
+	unlike($out . $err, qr/aborted|ERROR/, 'no pgbench client aborted or hit an error')
+	  if $p{strict};
+	my ($processed) = $out =~ /number of transactions actually processed: (\d+)/;
+	ok(defined $processed && $processed > 100,
+		'pgbench processed transactions (' . ($processed // 'none') . ')');
+	my @per_script = $out =~ /- (\d+) transactions \(/g;
+	is(scalar(grep { $_ > 0 } @per_script), scalar(keys %$scripts), 'every script ran at least once');
+	is($vacuum_rc, 0, 'the concurrent VACUUM client exits 0');
+	like($vout, qr/number of failed transactions: 0 \(/, 'every concurrent VACUUM succeeded');
+	my ($vacuums) = $vout =~ /actually processed: (\d+)/;
+	ok(defined $vacuums && $vacuums >= 3,
+		'VACUUM ran repeatedly during the run (' . ($vacuums // 'none') . ')');
+	return $out;
+}
 
 # pgbench_consistency($node, rows => initial rows, with => "WITH (...)" for
 # the dmindex index, duration => seconds of pgbench).
@@ -133,55 +193,8 @@ sub pgbench_consistency
 		'big_commit.sql'   => 1,
 		'big_rollback.sql' => 1,);
 
-	my $dir = $node->basedir;
-	my @files;
-	for my $name (sort keys %scripts)
-	{
-		append_to_file("$dir/$name", $scripts{$name});
-		push @files, '-f', "$dir/$name\@$weights{$name}";
-	}
-	append_to_file("$dir/vacuum.sql", "VACUUM t;\n\\sleep 500 ms\n");
-
-	my @conn = ('-h', $node->host, '-p', $node->port, 'postgres');
-	my ($out, $err, $vout, $verr) = ('', '', '', '');
-	# deadlocks between range updates and deletes are legitimate: retried
-	my $bench = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $p{duration},
-			'--max-tries', '50', @files, @conn
-		],
-		'>', \$out, '2>', \$err);
-	my $vacuum = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '1', '-T', $p{duration}, '-f', "$dir/vacuum.sql",
-			@conn
-		],
-		'>', \$vout, '2>', \$verr);
-	$bench->finish;
-	my $bench_rc = $bench->result(0);
-	$vacuum->finish;
-	my $vacuum_rc = $vacuum->result(0);
-	note "pgbench stdout:\n$out\npgbench stderr:\n$err";
-	note "vacuum pgbench stdout:\n$vout\nstderr:\n$verr";
-
-	is($bench_rc, 0, 'pgbench with 4 writing/reading clients exits 0');
-	like(
-		$out,
-		qr/number of failed transactions: 0 \(/,
-		'pgbench reports no failed transaction');
-	unlike($out . $err, qr/aborted|ERROR/, 'no pgbench client aborted or hit an error');
-	my ($processed) = $out =~ /number of transactions actually processed: (\d+)/;
-	ok(defined $processed && $processed > 100,
-		'pgbench processed transactions (' . ($processed // 'none') . ')');
-	my @per_script = $out =~ /- (\d+) transactions \(/g;
-	is(scalar(grep { $_ > 0 } @per_script),
-		scalar(keys %scripts), 'every script ran at least once');
-	is($vacuum_rc, 0, 'the concurrent VACUUM client exits 0');
-	like($vout, qr/number of failed transactions: 0 \(/,
-		'every concurrent VACUUM succeeded');
-	my ($vacuums) = $vout =~ /actually processed: (\d+)/;
-	ok(defined $vacuums && $vacuums >= 3,
-		'VACUUM ran repeatedly during the run (' . ($vacuums // 'none') . ')');
+	run_pgbench_with_vacuum($node, 't', \%scripts, \%weights,
+		duration => $p{duration}, pause => '500 ms', strict => 1);
 
 	# ---- afterwards --------------------------------------------------------------
 

@@ -21,11 +21,11 @@
 use strict;
 use warnings;
 
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
+use DmindexWorkload;
 
 my $duration = $ENV{DMINDEX_STRESS_SECONDS} // 30;
 # keys 1..$keys initially and from most scripts; race.sql uses 3001..5001
@@ -119,43 +119,7 @@ my %weights = (
 	'delete.sql'  => 3,
 	'race.sql'    => 4,);
 
-my $dir = $node->basedir;
-my @files;
-for my $name (sort keys %scripts)
-{
-	append_to_file("$dir/$name", $scripts{$name});
-	push @files, '-f', "$dir/$name\@$weights{$name}";
-}
-append_to_file("$dir/vacuum.sql", "VACUUM cs;\n\\sleep 50 ms\n");
-
-my @conn = ('-h', $node->host, '-p', $node->port, 'postgres');
-my ($out, $err, $vout, $verr) = ('', '', '', '');
-my $bench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '4', '-j', '2', '-T', $duration,
-		'--max-tries', '50', @files, @conn
-	],
-	'>', \$out, '2>', \$err);
-my $vacuum = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '1', '-T', $duration, '-f', "$dir/vacuum.sql", @conn ],
-	'>', \$vout, '2>', \$verr);
-$bench->finish;
-my $bench_rc = $bench->result(0);
-$vacuum->finish;
-my $vacuum_rc = $vacuum->result(0);
-note "pgbench stdout:\n$out\npgbench stderr:\n$err";
-note "vacuum pgbench stdout:\n$vout\nstderr:\n$verr";
-
-is($bench_rc, 0, 'pgbench with 4 upserting clients exits 0');
-like($out, qr/number of failed transactions: 0 \(/, 'pgbench reports no failed transaction');
-my ($processed) = $out =~ /number of transactions actually processed: (\d+)/;
-ok(defined $processed && $processed > 100,
-	'pgbench processed transactions (' . ($processed // 'none') . ')');
-my @per_script = $out =~ /- (\d+) transactions \(/g;
-is(scalar(grep { $_ > 0 } @per_script), scalar(keys %scripts), 'every script ran');
-is($vacuum_rc, 0, 'the VACUUM client exits 0');
-my ($vacuums) = $vout =~ /actually processed: (\d+)/;
-ok(defined $vacuums && $vacuums >= 3, 'VACUUM ran repeatedly (' . ($vacuums // 'none') . ')');
+run_pgbench_with_vacuum($node, 'cs', \%scripts, \%weights, duration => $duration, pause => '50 ms');
 note 'rows: ' . $node->safe_psql('postgres', 'SELECT count(*) FROM cs');
 
 # ---- afterwards: heap = index ------------------------------------------------------
