@@ -69,28 +69,7 @@ static memnode_proc mn1,
 static dm_client *
 connect_client(const config *cf, const char *addr1, const char *addr2)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-	int			rc;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = cf->backend;
-	o.flags = cf->flags;
-	o.op_timeout_ms = 20000;
-	o.name = "test_atomic";
-	c = dm_client_create(&o);
-	if (!c)
-		return NULL;
-	if ((rc = dm_client_connect(c, addr1, &id)) != DM_OK ||
-		(addr2 && (rc = dm_client_connect(c, addr2, &id)) != DM_OK))
-	{
-		fprintf(stderr, "# [%d] connect (%s): %s: %s\n", (int) getpid(), cf->name,
-				dm_strerror(rc), dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(cf->backend, cf->flags, 20000, "test_atomic", addr1, addr2);
 }
 
 /*

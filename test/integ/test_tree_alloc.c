@@ -50,24 +50,7 @@ static int	g_scale = 100;
 static dm_client *
 connect_client(int backend, const char *name)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-	int			rc;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = backend;
-	o.op_timeout_ms = 30000;
-	o.name = name;
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if ((rc = dm_client_connect(c, mn.addr, &id)) != DM_OK)
-	{
-		tap_diag("connect %s: %s: %s", mn.addr, dm_strerror(rc), dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(backend, 0, 30000, name, mn.addr, NULL);
 }
 
 static uint64_t

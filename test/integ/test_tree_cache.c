@@ -128,25 +128,7 @@ static const transport TR_SHM_TEAR = {"shm+tear", DM_BACKEND_SHM, DM_CLIENT_TEAR
 static dm_client *
 client_new(const transport *tr, const char *who)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-	int			rc;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = tr->backend;
-	o.flags = tr->flags;
-	o.op_timeout_ms = 30000;
-	o.name = who;
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if ((rc = dm_client_connect(c, mn.addr, &id)) != DM_OK)
-	{
-		fprintf(stderr, "# %s: connect: %s: %s\n", who, dm_strerror(rc), dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(tr->backend, tr->flags, 30000, who, mn.addr, NULL);
 }
 
 static dm_tree *

@@ -159,26 +159,7 @@ cfail(child_report *r, const char *fmt,...)
 static dm_client *
 connect_client(const tcfg *cf, const char *who)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-	int			rc;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = cf->backend;
-	o.flags = cf->flags;
-	o.op_timeout_ms = 30000;
-	o.name = who;
-	c = dm_client_create(&o);
-	if (!c)
-		return NULL;
-	if ((rc = dm_client_connect(c, mn.addr, &id)) != DM_OK)
-	{
-		fprintf(stderr, "# %s: connect: %s: %s\n", who, dm_strerror(rc), dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(cf->backend, cf->flags, 30000, who, mn.addr, NULL);
 }
 
 static const char *

@@ -111,23 +111,7 @@ key_entry(int k)
 static dm_client *
 connect_client(const transport *tr, const char *who)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = tr->backend;
-	o.op_timeout_ms = 20000;
-	o.name = who;
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if (dm_client_connect(c, mn.addr, &id) != DM_OK)
-	{
-		fprintf(stderr, "# %s: connect: %s\n", who, dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(tr->backend, 0, 20000, who, mn.addr, NULL);
 }
 
 /* After a (fault-injected) transport error: connect again, as a backend would. */

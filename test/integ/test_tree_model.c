@@ -286,26 +286,7 @@ rand_range(const model *m)
 static dm_client *
 connect_client(const tcfg *cf, const char *addr)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-	int			rc;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = cf->backend;
-	o.flags = cf->flags;
-	o.op_timeout_ms = 30000;
-	o.name = "test_tree_model";
-	c = dm_client_create(&o);
-	if (!c)
-		return NULL;
-	if ((rc = dm_client_connect(c, addr, &id)) != DM_OK)
-	{
-		tap_diag("connect %s (%s): %s: %s", addr, cf->name, dm_strerror(rc), dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(cf->backend, cf->flags, 30000, "test_tree_model", addr, NULL);
 }
 
 static uint64_t

@@ -207,25 +207,7 @@ raw_walk(dm_client *c, const dm_tree_name *tn, uint64_t tree_id, uint32_t ns,
 static dm_client *
 connect_both(void)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-	int			rc;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = DM_BACKEND_SHM;
-	o.op_timeout_ms = 30000;
-	o.name = "test_tree_scale";
-	c = dm_client_create(&o);
-	if (!c)
-		return NULL;
-	if ((rc = dm_client_connect(c, mn1.addr, &id)) != DM_OK || (rc = dm_client_connect(c, mn2.addr, &id)) != DM_OK)
-	{
-		tap_diag("connect: %s: %s", dm_strerror(rc), dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(DM_BACKEND_SHM, 0, 30000, "test_tree_scale", mn1.addr, mn2.addr);
 }
 
 int

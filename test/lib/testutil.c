@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dm_client.h"
 #include "dm_types.h"
 
 /* ---- TAP --------------------------------------------------------------- */
@@ -457,4 +458,34 @@ wait_pid_deadline(pid_t pid, uint64_t deadline)
 		/* reaping needs polling (no pidfd on every kernel); this is not synchronisation */
 		usleep(2000);
 	}
+}
+
+struct dm_client *
+test_client_connect(int backend, uint32_t flags, int op_timeout_ms, const char *name,
+					const char *addr1, const char *addr2)
+{
+	dm_client_opts o;
+	dm_client  *c;
+	uint16_t	id;
+	int			rc;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = backend;
+	o.flags = flags;
+	o.op_timeout_ms = op_timeout_ms;
+	o.name = name;
+	if ((c = dm_client_create(&o)) == NULL)
+	{
+		tap_diag("%s: cannot create a client", name);
+		return NULL;
+	}
+	if ((rc = dm_client_connect(c, addr1, &id)) != DM_OK ||
+		(addr2 != NULL && (rc = dm_client_connect(c, addr2, &id)) != DM_OK))
+	{
+		tap_diag("[%d] %s: connect %s%s%s: %s: %s", (int) getpid(), name, addr1,
+				 addr2 ? " + " : "", addr2 ? addr2 : "", dm_strerror(rc), dm_client_error(c));
+		dm_client_destroy(c);
+		return NULL;
+	}
+	return c;
 }

@@ -1,6 +1,7 @@
 /*
  * testutil.h — support for the C tests and benchmarks: TAP output with
- * counted assertions, and starting/stopping real dmindex-memnode processes.
+ * counted assertions, starting/stopping real dmindex-memnode processes, and
+ * connecting clients to them.
  *
  * Tests print TAP ("ok N - ...", "not ok N - ...", a "1..N" plan at the
  * end) so test/run-c-tests.sh can count passes and failures.
@@ -43,6 +44,18 @@ typedef struct memnode_proc
 extern int	memnode_start(memnode_proc *mp, int port, const char *const *extra_args);
 /* Send sig (SIGTERM, SIGKILL) and reap; returns the exit status as from waitpid. */
 extern int	memnode_stop(memnode_proc *mp, int sig);
+
+/* ---- clients ------------------------------------------------------------- */
+struct dm_client;
+/*
+ * A client (backend DM_BACKEND_TCP/SHM, client flags, op timeout, name for
+ * the memnode's log) connected to addr1 and, unless NULL, addr2; NULL with
+ * a diagnostic if it cannot connect.  One place for what every test's
+ * client needs, so a new connection option reaches all tests at once.
+ */
+extern struct dm_client *test_client_connect(int backend, uint32_t flags, int op_timeout_ms,
+											 const char *name, const char *addr1,
+											 const char *addr2);
 
 /* Monotonic clock in nanoseconds. */
 extern uint64_t now_ns(void);
