@@ -1,8 +1,9 @@
 /*
  * memnode.h — shared declarations of the dmindex-memnode daemon: its
  * configuration, global state, and the functions of its files
- * (main.c flags and lifecycle, region_mem.c region memory, server.c
- * connections, exec.c request execution, log.c logging).
+ * (main.c flags and lifecycle, region_mem.c region memory, region_attach.c
+ * reattaching a region file on restart, server.c connections, exec.c
+ * request execution, log.c logging).
  */
 #ifndef MEMNODE_H
 #define MEMNODE_H
