@@ -268,8 +268,14 @@ memnode_start(memnode_proc *mp, int port, const char *const *extra_args)
 	argv[argc++] = bin;
 	argv[argc++] = "--listen";
 	argv[argc++] = listen;
-	while (extra_args && *extra_args && argc < 62)
+	while (extra_args && *extra_args && argc < 61)
 		argv[argc++] = *extra_args++;
+	/*
+	 * A first start on a new port never wants a region file some earlier,
+	 * killed test left under that port's name; a restart (port given) may.
+	 */
+	if (port == 0)
+		argv[argc++] = "--fresh-region";
 	argv[argc] = NULL;
 
 	/* CLOEXEC so that other memnodes and exec'd children don't hold it. */

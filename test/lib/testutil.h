@@ -42,7 +42,9 @@ typedef struct memnode_proc
  * "--listen 127.0.0.1:PORT" (port 0 = ephemeral unless given) plus the
  * extra arguments (NULL-terminated list), wait up to 10 s for its ready
  * line and parse it.  Returns 0 on success, -1 on failure (diagnostic
- * printed).  The process is in its own process group.
+ * printed).  The process is in its own process group.  With port 0 it also
+ * gets --fresh-region (a region file left under that port's name by an
+ * earlier test is not reattached); a restart on a given port reattaches.
  */
 extern int	memnode_start(memnode_proc *mp, int port, const char *const *extra_args);
 /*

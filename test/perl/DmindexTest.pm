@@ -40,7 +40,8 @@ sub memnode_binary
 }
 
 # start_memnode(port => P, args => [...]): start a memnode listening on
-# 127.0.0.1:P (a free port by default) and wait for its ready line.  Returns
+# 127.0.0.1:P (a free port, and a fresh region, by default) and wait for its
+# ready line.  Returns
 # a hash: pid, port, address, incarnation, shm, region (its region file or
 # '-'), start ('fresh' or 'reattached'), ready (the whole line), args.
 sub start_memnode
@@ -48,6 +49,9 @@ sub start_memnode
 	my (%p) = @_;
 	my $port = $p{port} // PostgreSQL::Test::Cluster::get_free_port();
 	my @args = @{ $p{args} // [ '--size', '256M', '--shm', '--chunk-size', '1M' ] };
+	# a first start on a new port must not reattach a region file an earlier,
+	# killed test left under that port's name; a restart (port given) may
+	my @fresh = defined $p{port} ? () : ('--fresh-region');
 	my $dir = $PostgreSQL::Test::Utils::tmp_check;
 	my $out = "$dir/memnode-$port.out";
 	my $log = "$dir/memnode-$port.log";
@@ -63,7 +67,7 @@ sub start_memnode
 		{
 			open(STDOUT, '>', $out) or POSIX::_exit(126);
 			open(STDERR, '>>', $log) or POSIX::_exit(126);
-			exec(memnode_binary(), '--listen', "127.0.0.1:$port", @args)
+			exec(memnode_binary(), '--listen', "127.0.0.1:$port", @args, @fresh)
 			  or POSIX::_exit(127);
 		}
 		while (time() < $deadline)
