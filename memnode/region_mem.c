@@ -341,6 +341,13 @@ mn_region_close(int clean)
 		if (mn.region_path[0] && clean)
 		{
 			/*
+			 * shm clients store into the region themselves and look at the
+			 * state once per batch: give a batch begun before DEAD time to
+			 * end before the region is written back and called clean.
+			 */
+			if (mn.shm_path[0])
+				usleep(100 * 1000);
+			/*
 			 * Every worker has stopped, so no batch is half done: say so, and
 			 * write the region back, so that even a restart of the machine
 			 * (for a file on a disk or a DAX mount) finds it intact.
