@@ -195,6 +195,12 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 		ctr->ops[ops[i].kind]++;
 		if (jslot && !skip)
 			dm_journal_progress(jslot, i + 1);
+		else if (jslot)
+		{
+			/* a failed guard: nothing more will be applied, so nothing to finish */
+			dm_journal_end(jslot);
+			jslot = NULL;
+		}
 	}
 	if (jused)
 		dm_journal_end(jused);

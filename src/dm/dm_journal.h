@@ -16,8 +16,8 @@
  * worker thread) holds the header below and a copy of the batch body as
  * received.  Before executing a batch with any WRITE or atomic, a worker
  * copies its body into its slot and marks it ACTIVE; after each op it
- * stores how many ops are done; at the end (or when a guard fails) it marks
- * the slot idle.  On reattach, for an ACTIVE slot, the ops below `progress`
+ * stores how many ops are done; at the end, or at once when a guard fails
+ * (nothing more will be applied), it marks the slot idle.  On reattach, for an ACTIVE slot, the ops below `progress`
  * are done, the ones above are not, and the op at `progress` is in doubt:
  *   WRITE     stored again (same bytes: nobody else writes a range a
  *             running batch writes, the guard sees to that for nodes);
