@@ -13,8 +13,9 @@
  *     are taken over after lock_timeout, batches it died in were finished
  *     from its journal);
  *   - after SIGTERM the region is marked clean and reattached the same way;
- *   - a region whose superblock was damaged on disk, or whose size no
- *     longer matches --size, is not reattached: a new incarnation, and a
+ *   - a region whose superblock was damaged on disk, of another format
+ *     version, or whose size no longer matches --size, is not reattached:
+ *     a new incarnation, and a
  *     client that knew the old one gets DM_ERR_INCARNATION ("memnode
  *     restarted"), over shm also through its old mapping (REPLACED).
  * REATTACH_ROUNDS sets the number of kill -9 rounds (default 3).
@@ -387,6 +388,22 @@ run(const transport *tr, int rounds)
 		CHECK_STATUS(dm_client_accept_incarnation(c, 1), DM_OK, "%s: accepting the new incarnation", tr->name);
 		CHECK_STATUS(dm_tree_open_existing(c, 1, &tname, &t), DM_ERR_NOTFOUND,
 					 "%s: the new region has no trees", tr->name);
+	}
+	/* a region of another format version (an older release's): also a fresh region */
+	{
+		uint64_t	inc2 = mn.incarnation;
+		uint32_t	old_version = DM_FORMAT_VERSION - 1;
+		int			fd;
+
+		mn.keep_region = 1;
+		memnode_stop(&mn, SIGTERM);
+		fd = open(path, O_RDWR);
+		CHECK(fd >= 0 && pwrite(fd, &old_version, 4, offsetof(dm_superblock, format_version)) == 4,
+			  "%s: the region file now says format version %u", tr->name, old_version);
+		if (fd >= 0)
+			close(fd);
+		if (CHECK(memnode_start(&mn, mn.port, tr->args) == 0, "%s: started on the old-format file", tr->name))
+			CHECK(!mn.reattached && mn.incarnation != inc2, "%s: another format version gets a fresh region", tr->name);
 	}
 	/* a size that no longer matches --size: also a fresh region */
 	{
