@@ -62,35 +62,17 @@ key_of(int w, int k)
 	return (uint64_t) (k * WRITERS + w) * 4 + 1;
 }
 
+/*
+ * Writers run in tear mode: the memnode (tcp) or the writer (shm) stores
+ * word by word with a yield between words, so a kill is likely to land in
+ * the middle of a batch (the memnode's log tells how many it finished from
+ * its journal).
+ */
 static dm_client *
 connect_client(const transport *tr, const char *who)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = tr->backend;
-	/*
-	 * Writers in tear mode: the memnode (tcp) or the writer (shm) stores
-	 * word by word with a yield between words, so a kill is likely to land
-	 * in the middle of a batch (the memnode's log tells how many it
-	 * finished from its journal).
-	 */
-	if (strcmp(who, "writer") == 0)
-		o.flags = DM_CLIENT_TEAR;
-	o.op_timeout_ms = OP_TIMEOUT_MS;
-	o.connect_timeout_ms = 2000;
-	o.name = who;
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if (dm_client_connect(c, mn.addr, &id) != DM_OK)
-	{
-		tap_diag("%s: connect: %s", who, dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(tr->backend, strcmp(who, "writer") == 0 ? DM_CLIENT_TEAR : 0,
+							   OP_TIMEOUT_MS, who, mn.addr, NULL);
 }
 
 /*
