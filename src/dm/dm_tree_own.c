@@ -94,6 +94,8 @@ dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m)
 	uint64_t	seen;
 	int			rc;
 
+	if ((rc = dm_tree_writable(t, "store a partition map")) != DM_OK)
+		return rc;
 	if (!map_valid(m, map_capacity(t)))
 		return dm_tree_fail(t, DM_ERR_INVALID,
 							"a partition map needs 1 to %d ranges starting at key 0 in ascending order",
@@ -253,6 +255,22 @@ dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high)
 }
 
 int
+dm_tree_node_class(const dm_tree *t, const void *hdr)
+{
+	const dm_node_hdr *h = hdr;
+
+	/*
+	 * A replica (a hot standby) learns of no write: it keeps no leaf, and
+	 * its inner nodes are like shared ones, possibly stale (fences send a
+	 * descent right and drop the copy).  Caching a replica's own leaves
+	 * would need their invalidation (DESIGN.md §7).
+	 */
+	if (t->replica)
+		return h->level == 0 ? DM_OWN_FOREIGN : DM_OWN_SHARED;
+	return dm_tree_own_class(t, h->low, h->high);
+}
+
+int
 dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 {
 	uint8_t    *mine,
@@ -287,7 +305,7 @@ dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 		if (rc != DM_OK)
 			break;
 		n++;
-		cls = dm_tree_own_class(t, h->low, h->high);
+		cls = dm_tree_node_class(t, h);
 		if (!dm_node_valid(mine, t->node_size, t->info.tree_id))
 		{
 			snprintf(msg, msglen, "cached node 0x%llx (frame %u) does not validate",
