@@ -80,6 +80,24 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errdetail("%s.", detail),
 					 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 			break;
+		case DM_ERR_REPLICA:
+			/* a standby's handles are read-only (dmindex_open_tree): nothing may get here */
+			ereport(ERROR,
+					(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+					 errmsg("cannot change the remote tree of index \"%s\" during recovery",
+							RelationGetRelationName(index)),
+					 errdetail("%s.", detail)));
+			break;
+		case DM_ERR_TIMEOUT:
+			if (tree && dm_tree_is_replica(tree) && strstr(detail, "mid-write") != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not read index \"%s\": a node of its remote tree is being written for too long",
+								RelationGetRelationName(index)),
+						 errdetail("%s.", detail),
+						 errhint("If the primary's backend writing it died, the primary repairs the node when it next writes there; retry the query.")));
+			dmindex_raise(status, dmindex_get_client(), NULL);
+			break;
 		case DM_ERR_INVALID:
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
@@ -443,6 +461,7 @@ dmindex_open_tree(Relation index)
 	if (e->tree && e->relfilenode == index->rd_node.relNode &&
 		e->client_generation == dmindex_client_generation() &&
 		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
+		dm_tree_is_replica(e->tree) == (RecoveryInProgress() ? 1 : 0) &&
 		memnodes_sound(client, &meta))
 		return e->tree;
 	forget_cached(e);
@@ -484,6 +503,12 @@ dmindex_open_tree(Relation index)
 	for (int i = 0; i < meta.nmemnodes; i++)
 		require_memnode(index, client, meta.memnodes[i], meta.incarnations[i]);
 	rc = dm_tree_open_existing(client, meta.home, &meta.tree, &e->tree);
+	if (rc == DM_ERR_NOTFOUND && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the remote tree of index \"%s\" no longer exists", RelationGetRelationName(index)),
+				 errdetail("The primary has dropped or rebuilt the index, and this standby has not replayed that yet."),
+				 errhint("Retry once the standby has caught up.")));
 	if (rc == DM_ERR_NOTFOUND)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
@@ -504,6 +529,15 @@ dmindex_open_tree(Relation index)
 						RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
 	}
+	/*
+	 * A hot standby reads its primary's tree and must change nothing of it:
+	 * a read-only replica handle (DESIGN.md §7), which refuses every remote
+	 * write, keeps no leaf in the cache and reads the removal horizon after
+	 * every node (dmscan.c compares it with the snapshot).  The mode follows
+	 * the server: a handle cached before a promotion is reopened above.
+	 */
+	if (RecoveryInProgress())
+		dm_tree_set_replica(e->tree, 1);
 	/* read through this instance's node cache, writing only the keys it owns */
 	rc = dm_tree_use_cache(e->tree, dmindex_node_cache, (uint32) dmindex_instance_id);
 	if (rc != DM_OK)
