@@ -313,6 +313,12 @@ extern int	dm_tree_owns_all(const dm_tree *t);
  */
 extern void dm_tree_set_replica(dm_tree *t, int on);
 extern int	dm_tree_is_replica(const dm_tree *t);
+/*
+ * Whether the catalog still holds this very tree (DM_OK) or not
+ * (DM_ERR_NOTFOUND: dropped, perhaps its slot reused): tells a replica
+ * whose reads fail validation that its writer freed the tree under it.
+ */
+extern int	dm_tree_check_exists(dm_tree *t);
 
 /*
  * The removal horizon: a per-tree 64-bit word in the catalog entry (meta

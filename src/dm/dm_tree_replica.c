@@ -36,6 +36,20 @@ dm_tree_is_replica(const dm_tree *t)
 }
 
 int
+dm_tree_check_exists(dm_tree *t)
+{
+	dm_tree_info info;
+	int			rc = dm_tree_open(t->c, t->home, &t->name, &info);
+
+	if (rc == DM_OK && info.tree_id != t->info.tree_id)
+		rc = DM_ERR_NOTFOUND;
+	if (rc == DM_ERR_NOTFOUND)
+		return dm_tree_fail(t, rc, "tree %llx is no longer in the catalog of memnode %u",
+							(unsigned long long) t->info.tree_id, t->home);
+	return rc == DM_OK ? DM_OK : dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+}
+
+int
 dm_tree_writable(dm_tree *t, const char *what)
 {
 	if (!t->replica)

@@ -55,6 +55,20 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 {
 	const char *detail = tree ? dm_tree_error(tree) : "";
 
+	/*
+	 * A standby reads trees its primary may free once it has dropped or
+	 * rebuilt the index, before the standby replays that: reads then fail
+	 * validation (the memory is zeroed or another tree's).  Tell it apart
+	 * from damage by asking the catalog.
+	 */
+	if (tree && dm_tree_is_replica(tree) && (status == DM_ERR_CORRUPT || status == DM_ERR_NOTFOUND) &&
+		dm_tree_check_exists(tree) == DM_ERR_NOTFOUND)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the remote tree of index \"%s\" no longer exists", RelationGetRelationName(index)),
+				 errdetail("The primary has dropped or rebuilt the index, and this standby has not replayed that yet."),
+				 errhint("Retry once the standby has caught up.")));
+
 	switch (status)
 	{
 		case DM_ERR_INCARNATION:

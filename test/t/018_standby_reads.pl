@@ -1,6 +1,6 @@
 # 018_standby_reads.pl — hot standbys read their primary's remote trees
 # directly (docs/design.md §7): a primary and two streaming standbys
-# (physical slots, hot_standby_feedback), one of them replaying 2 s late.
+# (physical slots, hot_standby_feedback), one of them replaying 3 s late.
 #
 # Why: a standby's heap lags the remote tree, which the primary changes at
 # once, and a standby must still answer exactly what its own heap and
@@ -76,12 +76,12 @@ $s1->append_conf('postgresql.conf',
 	"primary_slot_name = 's1'\nhot_standby_feedback = on\n");
 $s1->start;
 
-# standby 2: its own instance id, replaying 2 s behind
+# standby 2: its own instance id, replaying 3 s behind
 my $s2 = PostgreSQL::Test::Cluster->new('standby2');
 $s2->init_from_backup($primary, 'b', has_streaming => 1);
 $s2->append_conf('postgresql.conf',
 	"primary_slot_name = 's2'\nhot_standby_feedback = on\n"
-	  . "recovery_min_apply_delay = '2s'\ndmindex.instance_id = 2\n");
+	  . "recovery_min_apply_delay = '3s'\ndmindex.instance_id = 2\n");
 $s2->start;
 $primary->wait_for_catchup($s1, 'replay');
 $primary->wait_for_catchup($s2, 'replay');
@@ -244,15 +244,22 @@ is(join("\n", @problems), '',
 
 $primary->wait_for_catchup($s2, 'replay');
 my $before = $s2->safe_psql('postgres', "$seq_only SELECT count(*) FROM t WHERE k BETWEEN 300000 AND 400000");
-# new rows in new heap pages: remote entries at once, heap pages 2 s later on standby 2
+is($before, 0, 'no row in the new key range yet');
+# new rows in new heap pages: remote entries at once, heap pages 3 s later on standby 2
 $primary->safe_psql('postgres',
 	"INSERT INTO t (k, pad) SELECT 300000 + g, repeat('x', 200) FROM generate_series(1, 4000) g");
 my $q_ahead = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 300000 AND 400000";
-my $ahead_idx = sql($s2, 'postgres', "$idx_only $q_ahead");
-my $ahead_bm = sql($s2, 'postgres',
-	"SET enable_seqscan = off; SET enable_indexscan = off; $q_ahead");
-my $ahead_seq = sql($s2, 'postgres', "$seq_only $q_ahead");
-is($ahead_idx, $ahead_seq, "delayed standby, entries ahead of its heap: index scan = its heap ($ahead_seq)");
+# index, bitmap and seqscan in one snapshot, taken before the 3 s of delay are over
+my ($ret, $out, $err) = $s2->psql('postgres',
+	"BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+	  . "$seq_only $q_ahead;\n"
+	  . "SET enable_seqscan = off; SET enable_indexscan = on; $q_ahead;\n"
+	  . "SET enable_indexscan = off; SET enable_bitmapscan = on; $q_ahead;\n"
+	  . "COMMIT;");
+my ($ahead_seq, $ahead_idx, $ahead_bm) = split /\n/, $out;
+$ahead_seq //= "FAILED: $err";
+is($ahead_seq, "$before|0", "delayed standby: the new rows are not replayed yet ($before rows)");
+is($ahead_idx, $ahead_seq, "delayed standby, entries ahead of its heap: index scan = its heap $err");
 is($ahead_bm, $ahead_seq, 'and the bitmap scan too');
 $primary->wait_for_catchup($s2, 'replay');
 is(sql($s2, 'postgres', "$idx_only $q_ahead"), sql($s2, 'postgres', "$seq_only $q_ahead"),
