@@ -60,15 +60,21 @@ full_xid_at(TransactionId xid, FullTransactionId next)
 }
 
 void
-dmindex_raise_removal_horizon(Relation index, Relation heap, dm_tree *tree)
+dmindex_raise_removal_horizon(Relation index, Relation heap, dm_tree *tree, TransactionId at_least)
 {
 	/*
 	 * Conservative: no row VACUUM removes now is needed by a snapshot whose
 	 * xmin is at or above the oldest xid any snapshot the primary knows of
-	 * may need, taken now (after VACUUM computed its own cutoff).
+	 * may need, taken now (after VACUUM computed its own cutoff).  A build
+	 * leaves out rows dead by the same rule, or, building concurrently,
+	 * rows its snapshot does not see (at_least: that snapshot's xmin).
 	 */
 	TransactionId oldest = GetOldestNonRemovableTransactionId(heap);
-	FullTransactionId h = full_xid_at(oldest, ReadNextFullTransactionId());
+	FullTransactionId h;
+
+	if (TransactionIdIsNormal(at_least) && TransactionIdFollows(at_least, oldest))
+		oldest = at_least;
+	h = full_xid_at(oldest, ReadNextFullTransactionId());
 	int			rc;
 
 	if ((rc = dm_tree_horizon_raise(tree, U64FromFullTransactionId(h))) != DM_OK)

@@ -47,7 +47,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		/* VACUUM holds its lock on the table */
 		Relation	heap = table_open(IndexGetRelation(RelationGetRelid(index), false), NoLock);
 
-		dmindex_raise_removal_horizon(index, heap, tree);
+		dmindex_raise_removal_horizon(index, heap, tree, InvalidTransactionId);
 		table_close(heap, NoLock);
 	}
 	if ((rc = dm_iter_open(tree, &all, &it)) != DM_OK)

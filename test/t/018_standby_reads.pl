@@ -266,6 +266,41 @@ is(sql($s2, 'postgres', "$idx_only $q_ahead"), sql($s2, 'postgres', "$seq_only $
 	'once replayed, the rows are found through the index');
 like(sql($s2, 'postgres', "$idx_only $q_ahead"), qr/^4000\|/, 'all 4000 of them');
 
+# ---- a tree the primary freed before the delayed standby replayed the REINDEX ----------
+
+# a session that has the tree open already, and one that opens it afterwards
+my $held = $s2->background_psql('postgres', on_error_stop => 0);
+$held->query_safe("$idx_only SELECT count(*) FROM t WHERE k BETWEEN 10 AND 20");
+my $q_re = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 1000 AND 9000";
+$primary->safe_psql('postgres', 'REINDEX INDEX t_k_dm');
+for my $who ('open handle', 'new session')
+{
+	my ($got, $err);
+	if ($who eq 'open handle')
+	{
+		$got = $held->query("\\set VERBOSITY verbose\n$idx_only $q_re");
+		$err = $held->{stderr};
+	}
+	else
+	{
+		(undef, $err, undef, $got) = query_sqlstate($s2, 'postgres', "$idx_only $q_re");
+	}
+	if ($err =~ /ERROR/)
+	{
+		like($err, qr/40001: the remote tree of index "t_k_dm" no longer exists/,
+			"REINDEX not replayed yet, $who: 40001, the tree no longer exists");
+	}
+	else
+	{
+		is($got, sql($s2, 'postgres', "$seq_only $q_re"), "REINDEX not replayed yet, $who: a right answer");
+	}
+	note "freed tree, $who: $got $err";
+}
+$held->quit;
+$primary->wait_for_catchup($s2, 'replay');
+is(sql($s2, 'postgres', "$idx_only $q_re"), sql($s2, 'postgres', "$seq_only $q_re"),
+	'once the REINDEX is replayed, the new tree answers right');
+
 # ---- dmindex_check and the functions on the standbys ---------------------------------
 
 $primary->wait_for_catchup($s1, 'replay');
