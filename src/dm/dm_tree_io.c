@@ -133,7 +133,7 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 		int			rc = dm_tree_read_node_raw(t, addr, buf);
 
 		if (rc != DM_OK)
-			return transport_error(t, rc);
+			return rc == DM_ERR_NOTFOUND ? rc : transport_error(t, rc);
 		t->ctr.node_reads++;
 		if (dm_node_valid(buf, t->node_size, t->info.tree_id))
 			return DM_OK;
@@ -157,7 +157,7 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 			int			rc = dm_tree_read_node_raw(t, addr, buf);
 
 			if (rc != DM_OK)
-				return transport_error(t, rc);
+				return rc == DM_ERR_NOTFOUND ? rc : transport_error(t, rc);
 			t->ctr.node_reads++;
 			if (dm_node_valid(buf, t->node_size, t->info.tree_id))
 				return DM_OK;

@@ -19,8 +19,10 @@
  * value or a later one.  The caller compares what the replica has seen
  * with what its readers need (the access method: the snapshot's xmin).
  */
+#include <stddef.h>
 #include <stdio.h>
 
+#include "dm_region.h"
 #include "dm_tree_int.h"
 
 void
@@ -65,11 +67,34 @@ note_horizon(dm_tree *t, uint64_t h)
 		t->horizon_seen = h;
 }
 
+/*
+ * The words a replica reads after a node: the horizon (meta word 8) up to
+ * the catalog entry's tree id, which the memnode zeroes or changes when the
+ * tree is dropped (clients may read the whole entry).
+ */
+#define TAIL_WORDS ((offsetof(dm_cat_entry, tree_id) - offsetof(dm_cat_entry, meta[DM_META_HORIZON - 1])) / 8 + 1)
+
+static int
+note_tail(dm_tree *t, const uint64_t *tail)
+{
+	/*
+	 * The writer dropped the tree (a standby that has not replayed the
+	 * DROP or REINDEX yet): the node may be freed memory, and the horizon
+	 * is gone with the entry.  Whatever the node said, report the tree as
+	 * gone.
+	 */
+	if (tail[TAIL_WORDS - 1] != t->info.tree_id)
+		return dm_tree_fail(t, DM_ERR_NOTFOUND, "tree %llx was dropped while this replica read it",
+							(unsigned long long) t->info.tree_id);
+	note_horizon(t, tail[0]);
+	return DM_OK;
+}
+
 int
 dm_tree_read_node_raw(dm_tree *t, dm_gaddr addr, void *buf)
 {
 	dm_gaddr	haddr = DM_META_WORD_ADDR(t, DM_META_HORIZON);
-	uint64_t	h = 0;
+	uint64_t	tail[TAIL_WORDS];
 	dm_op		ops[2];
 	int			same, rc;
 
@@ -79,28 +104,32 @@ dm_tree_read_node_raw(dm_tree *t, dm_gaddr addr, void *buf)
 	same = dm_gaddr_node(addr) == dm_gaddr_node(haddr);
 	dm_op_read(&ops[0], addr, buf, t->node_size);
 	if (same)
-		dm_op_read(&ops[1], haddr, &h, 8);
+		dm_op_read(&ops[1], haddr, tail, sizeof(tail));
 	if ((rc = dm_post(t->c, ops, same ? 2 : 1, NULL)) != DM_OK)
 		return rc;
+	if (same)
+		return note_tail(t, tail);
 	/* on another memnode only leaves need it (inner nodes lose no entries): a second round trip */
-	if (!same && NODE_HDR(buf)->level == 0 && (rc = dm_read(t->c, haddr, &h, 8)) != DM_OK)
-		return rc;
-	note_horizon(t, h);
+	if (NODE_HDR(buf)->level == 0 || !dm_node_valid(buf, t->node_size, t->info.tree_id))
+	{
+		if ((rc = dm_read(t->c, haddr, tail, sizeof(tail))) != DM_OK)
+			return rc;
+		return note_tail(t, tail);
+	}
 	return DM_OK;
 }
 
 int
 dm_tree_read_horizon_after(dm_tree *t)
 {
-	uint64_t	h;
+	uint64_t	tail[TAIL_WORDS];
 	int			rc;
 
 	if (!t->replica)
 		return DM_OK;
-	if ((rc = dm_read(t->c, DM_META_WORD_ADDR(t, DM_META_HORIZON), &h, 8)) != DM_OK)
+	if ((rc = dm_read(t->c, DM_META_WORD_ADDR(t, DM_META_HORIZON), tail, sizeof(tail))) != DM_OK)
 		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
-	note_horizon(t, h);
-	return DM_OK;
+	return note_tail(t, tail);
 }
 
 int

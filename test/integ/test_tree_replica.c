@@ -22,6 +22,9 @@
  *               nothing;
  *   final       after the writer: the replica's scans equal the writer's
  *               model exactly, and it has seen the final horizon;
+ *   dropped     the writer destroys the tree: the replica's lookups and
+ *               scans report DM_ERR_NOTFOUND (its handle still points at
+ *               freed memory and cached inner nodes), never data;
  *   dirty       a leaf left mid-write by a "dead" writer (lock held,
  *               version DIRTY): the replica retries until its op timeout
  *               and fails with DM_ERR_TIMEOUT, leaving lock and node as they
@@ -71,22 +74,7 @@ static shared *sh;
 static dm_client *
 client_new(int backend, int op_timeout_ms, const char *who)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = backend;
-	o.op_timeout_ms = op_timeout_ms;
-	o.name = who;
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if (dm_client_connect(c, mn.addr, &id) != DM_OK)
-	{
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(backend, 0, op_timeout_ms, who, mn.addr, NULL);
 }
 
 static uint64_t
@@ -434,8 +422,28 @@ run_transport(int backend, const char *tname)
 		dm_client_destroy(rc2);
 	}
 
-	dm_tree_close(r);
+	/* the writer drops the tree under the replica: its reads report it gone, never use the memory */
 	CHECK_STATUS(dm_tree_destroy(w), DM_OK, "%s: the writer's side frees the tree", tname);
+	{
+		uint64_t	tids[4];
+		int			n = 0, rc = dm_tree_lookup(r, 4, tids, 4, &n);
+		dm_range	all = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 0, 0};
+		dm_iter    *it = NULL;
+		dm_entry	e;
+
+		CHECK_STATUS(rc, DM_ERR_NOTFOUND, "%s: a lookup on the dropped tree: not found (%s)", tname,
+					 dm_tree_error(r));
+		rc = dm_iter_open(r, &all, &it);
+		if (rc == DM_OK)
+		{
+			rc = dm_iter_next(it, &e);
+			rc = rc < 0 ? -rc : DM_OK;
+			dm_iter_close(it);
+		}
+		CHECK_STATUS(rc, DM_ERR_NOTFOUND, "%s: a scan of the dropped tree: not found", tname);
+		CHECK_STATUS(dm_tree_check_exists(r), DM_ERR_NOTFOUND, "%s: dm_tree_check_exists says so too", tname);
+	}
+	dm_tree_close(r);
 	dm_client_destroy(rc_);
 	dm_client_destroy(wc);
 	munmap(cmem, clen);
