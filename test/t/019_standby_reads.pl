@@ -1,4 +1,4 @@
-# 018_standby_reads.pl — hot standbys read their primary's remote trees
+# 019_standby_reads.pl — hot standbys read their primary's remote trees
 # directly (docs/design.md §7): a primary and two streaming standbys
 # (physical slots, hot_standby_feedback), one of them replaying 3 s late.
 #
