@@ -30,6 +30,7 @@ dm_strerror(int status)
 		case DM_ERR_CORRUPT: return "data failed validation";
 		case DM_ERR_INTERNAL: return "internal error";
 		case DM_ERR_NOTOWNER: return "key outside this instance's partition";
+		case DM_ERR_FENCED: return "the tree is written by another writer now";
 	}
 	return "unknown error";
 }

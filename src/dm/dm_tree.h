@@ -112,6 +112,8 @@ typedef struct dm_tree_opts
 	int			nmemnodes;		/* memnodes to spread over; 0 = just the home memnode */
 	uint16_t	memnodes[DM_TREE_MAX_MEMNODES];
 	int			lock_timeout_ms;	/* a lock held longer is taken over (holder died); 0 = 10000 */
+	uint64_t	writer;			/* the first writer word (below); 0 is fine */
+	uint64_t	high_water;		/* the first high-water mark */
 } dm_tree_opts;
 
 /*
@@ -299,6 +301,47 @@ extern int	dm_tree_owns_key(const dm_tree *t, uint64_t key);
 /* Whether it owns every key (the default map, for instance 0). */
 extern int	dm_tree_owns_all(const dm_tree *t);
 
+/*
+ * Writers and fencing (DESIGN.md §7, Failover; dm_tree_writer.c).  A tree
+ * has one writer word (epoch in bits 48..63, an identity of the user's
+ * choice below) and a high-water mark.  A handle writes under the writer
+ * word it adopted (at open: the current one); every write batch is guarded
+ * by a fence word on each memnode it touches, so once another handle took
+ * the tree over (raised the epoch), this one's writes fail with
+ * DM_ERR_FENCED and land nothing.
+ */
+#define DM_WRITER_EPOCH(w) ((uint32_t) ((w) >> 48))
+#define DM_WRITER_IDENT(w) ((w) & UINT64_C(0xFFFFFFFFFFFF))
+#define DM_WRITER_MAKE(epoch, ident) (((uint64_t) (epoch) << 48) | ((ident) & UINT64_C(0xFFFFFFFFFFFF)))
+#define DM_WRITER_EPOCH_MAX 0xFFFF
+
+/* Remote read of the writer word and the high-water mark (either may be NULL). */
+extern int	dm_tree_writer_read(dm_tree *t, uint64_t *word, uint64_t *high_water);
+/* The word this handle writes under. */
+extern uint64_t dm_tree_writer_word(const dm_tree *t);
+/* Write under this word from now on. */
+extern void dm_tree_writer_adopt(dm_tree *t, uint64_t word);
+/* Refuse every write of this handle (DM_ERR_FENCED) without a remote op. */
+extern void dm_tree_writer_refuse(dm_tree *t);
+extern int	dm_tree_writer_refused(const dm_tree *t);
+/*
+ * Take the tree over: CAS the writer word from expected to word (whose
+ * epoch must be higher); *seen gets what was there (the takeover happened
+ * only if *seen == expected: else re-read and decide again).  On success
+ * the other memnodes' fence words are raised, the high-water mark is set to
+ * high_water, and the handle writes under word.  When it returns, no batch
+ * of a writer under an older word can land any more.
+ */
+extern int	dm_tree_writer_takeover(dm_tree *t, uint64_t expected, uint64_t word,
+									uint64_t high_water, uint64_t *seen);
+/*
+ * Raise the high-water mark to at least mark (never lowers it; fenced like
+ * a write).  No remote op when this handle already saw it that high.
+ */
+extern int	dm_tree_writer_raise(dm_tree *t, uint64_t mark);
+/* The high-water mark as this handle last saw it. */
+extern uint64_t dm_tree_writer_high_water(const dm_tree *t);
+
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters
 {
@@ -310,6 +353,7 @@ typedef struct dm_tree_counters
 	uint64_t	root_grows;
 	uint64_t	restarts;		/* descents restarted from the root */
 	uint64_t	fenced_writes;	/* writes whose version guard failed (redone) */
+	uint64_t	fenced_off;		/* batches refused by the writer fence (DM_ERR_FENCED) */
 	uint64_t	root_repairs;	/* unfinished root splits this handle finished */
 	uint64_t	node_repairs;	/* torn nodes of dead writers rewritten from their redo slot */
 	uint64_t	redo_slots;		/* redo slots (one node each) this handle holds now */
