@@ -80,6 +80,13 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errdetail("%s.", detail),
 					 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 			break;
+		case DM_ERR_FENCED:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("index \"%s\" is now written by another server", RelationGetRelationName(index)),
+					 errdetail("%s.", detail),
+					 errhint("A standby was promoted in this server's place. Stop this server, or make it a standby of the new primary.")));
+			break;
 		case DM_ERR_INVALID:
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
@@ -309,6 +316,12 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 
 	client = connect_all();
 	memset(&to, 0, sizeof(to));
+	/*
+	 * This server writes the new tree.  Its high-water mark starts at 0: the
+	 * build's entries depend only on WAL before this transaction's commit,
+	 * and a server without that commit has no such index (dmfailover.c).
+	 */
+	to.writer = dmindex_writer_initial();
 	to.node_size = meta.node_size;
 	to.placement_level = (int) meta.placement_level;
 	to.nmemnodes = placement_memnodes(index, client, to.memnodes, meta.incarnations);
@@ -346,6 +359,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 	/* a tree this transaction created is freed if it aborts */
 	if (transactional)
 		dmindex_gc_note_created(&meta);
+	dmindex_writer_created(index, tree);
 
 	write_main_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
 	return tree;
@@ -444,7 +458,10 @@ dmindex_open_tree(Relation index)
 		e->client_generation == dmindex_client_generation() &&
 		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
 		memnodes_sound(client, &meta))
+	{
+		dmindex_writer_check(index, e->tree);
 		return e->tree;
+	}
 	forget_cached(e);
 
 	if (meta.flags & DMINDEX_META_UNLOGGED_INIT)
@@ -523,5 +540,7 @@ dmindex_open_tree(Relation index)
 	}
 	e->relfilenode = index->rd_node.relNode;
 	e->client_generation = dmindex_client_generation();
+	/* who writes the tree: this server, a promoted one taking it over, or another */
+	dmindex_writer_check(index, e->tree);
 	return e->tree;
 }
