@@ -337,22 +337,21 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 
 	for (int k = 0;; k++)
 	{
-		dm_op		fops[3];
-		dm_op	   *ops = fops + 1;
+		dm_op		ops[2];
 		int			rc;
 
 		/*
-		 * The fence, CAS then READ in one batch: executed in order, so the
-		 * copy we get is post-lock, and a writer fenced off takes no lock.
+		 * CAS then READ in one batch: executed in order, so the copy we get
+		 * is post-lock.  Not fenced by the writer word: a lock is progress,
+		 * not safety, and a fenced writer's write (which is fenced) fails
+		 * and releases it at once.
 		 */
-		if ((rc = dm_tree_fence_op(t, &fops[0], dm_gaddr_node(addr))) != DM_OK)
-			return rc;
+		if (t->writer_refused)
+			return dm_tree_fence_op(t, &ops[0], dm_gaddr_node(addr));
 		dm_op_atomic(&ops[0], DM_OP_CAS, addr, 0, mine);
 		dm_op_read(&ops[1], addr, buf, t->node_size);
-		if ((rc = dm_post(t->c, fops, 3, NULL)) != DM_OK)
+		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
 			return transport_error(t, rc);
-		if (dm_tree_fenced_off(t, &fops[0]))
-			return DM_ERR_FENCED;
 		t->ctr.node_reads++;
 		if (ops[0].result == 0)
 		{
@@ -392,16 +391,9 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 		else if (mono_ms() - seen_since > (uint64_t) t->lock_timeout_ms)
 		{
 			uint64_t	old;
-			dm_op		tops[2];
 
-			if ((rc = dm_tree_fence_op(t, &tops[0], dm_gaddr_node(addr))) != DM_OK)
-				return rc;
-			dm_op_atomic(&tops[1], DM_OP_CAS, addr, seen, mine);
-			if ((rc = dm_post(t->c, tops, 2, NULL)) != DM_OK)
+			if ((rc = dm_cas(t->c, addr, seen, mine, &old)) != DM_OK)
 				return transport_error(t, rc);
-			if (dm_tree_fenced_off(t, &tops[0]))
-				return DM_ERR_FENCED;
-			old = tops[1].result;
 			if (old == seen)
 			{
 				t->ctr.lock_takeovers++;
@@ -730,25 +722,12 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 			 * which waits it out, repairs and reads the node afresh.
 			 */
 			uint64_t	mine = lock_value_for(t, addr), old;
-			dm_op		ops[2];
 
-			if ((rc = dm_tree_fence_op(t, &ops[0], dm_gaddr_node(addr))) != DM_OK)
-			{
-				dm_cache_unlock_drop(c, f);
-				return rc;
-			}
-			dm_op_atomic(&ops[1], DM_OP_CAS, addr, 0, mine);
-			if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+			if ((rc = dm_cas(t->c, addr, 0, mine, &old)) != DM_OK)
 			{
 				dm_cache_unlock_drop(c, f);
 				return transport_error(t, rc);
 			}
-			if (dm_tree_fenced_off(t, &ops[0]))
-			{
-				dm_cache_unlock_drop(c, f);
-				return DM_ERR_FENCED;
-			}
-			old = ops[1].result;
 			wl->held = mine;
 			if (old != 0 && (rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
 			{

@@ -23,15 +23,17 @@
  *            the writer word.
  *
  * Fencing.  A handle writes under the writer word it adopted (at open, the
- * current one).  Every batch that changes the tree — node writes, lock
- * acquisitions, root switches, repairs, bulk-load writes — starts, on each
- * memnode it touches, with a guard CAS(fence word: mine -> mine)
- * (DM_OPF_GUARD, dm_tree_fence_op): once a takeover has changed the fence
- * words, the guard fails and the memnode (or the shm client) skips the rest
- * of that memnode's part of the batch, so a fenced writer lands nothing,
- * whenever its batch runs.  Cost: one 8-byte CAS more per write batch, in
- * the same round trip; no extra round trip.  Releasing a lock one holds is
- * not fenced (a fenced writer must not leave locks behind).
+ * current one).  Every batch that changes the tree — node writes (with the
+ * new nodes of a split, on every memnode), root switches, repairs, bulk-load
+ * writes, the high-water mark — starts, on each memnode it touches, with a
+ * guard CAS(fence word: mine -> mine) (DM_OPF_GUARD, dm_tree_fence_op):
+ * once a takeover has changed the fence words, the guard fails and the
+ * memnode (or the shm client) skips the rest of that memnode's part of the
+ * batch, so a fenced writer lands nothing, whenever its batch runs.  Cost:
+ * one 8-byte CAS more per write batch, in the same round trip; no extra
+ * round trip.  Lock words are not fenced: a lock gives progress, not
+ * safety (dm_tree_io.c), a fenced writer's next write fails and releases
+ * its lock at once, and a handle refused by its user takes no lock at all.
  *
  * A takeover CASes word 8 first (that decides between concurrent takers and
  * against a writer raising the high-water mark with a stale epoch), then
