@@ -236,7 +236,7 @@ extern void dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
 /*
  * Bounds checks for a one-sided op on this region (offset = local offset).
  * READ: anywhere inside the region.  WRITE and atomics: data area or the
- * client-writable 64 bytes of one catalog entry.  Atomics must be 8-byte
+ * client-writable 128 bytes of one catalog entry.  Atomics must be 8-byte
  * aligned.  Returns DM_OK, DM_ERR_RANGE, DM_ERR_READONLY or DM_ERR_ALIGN.
  */
 extern int	dm_region_check_op(const dm_region *r, int kind, uint64_t offset, uint64_t len);
