@@ -314,6 +314,8 @@ extern int	dm_tree_owns_all(const dm_tree *t);
 #define DM_WRITER_IDENT(w) ((w) & UINT64_C(0xFFFFFFFFFFFF))
 #define DM_WRITER_MAKE(epoch, ident) (((uint64_t) (epoch) << 48) | ((ident) & UINT64_C(0xFFFFFFFFFFFF)))
 #define DM_WRITER_EPOCH_MAX 0xFFFF
+/* A high-water mark no writer reaches: the tree is unusable for its writer (the user decides so). */
+#define DM_WRITER_POISON UINT64_MAX
 
 /* Remote read of the writer word and the high-water mark (either may be NULL). */
 extern int	dm_tree_writer_read(dm_tree *t, uint64_t *word, uint64_t *high_water);
@@ -328,9 +330,11 @@ extern int	dm_tree_writer_refused(const dm_tree *t);
  * Take the tree over: CAS the writer word from expected to word (whose
  * epoch must be higher); *seen gets what was there (the takeover happened
  * only if *seen == expected: else re-read and decide again).  On success
- * the other memnodes' fence words are raised, the high-water mark is set to
- * high_water, and the handle writes under word.  When it returns, no batch
- * of a writer under an older word can land any more.
+ * the other memnodes' fence words are raised and the handle writes under
+ * word; then the high-water mark is read again — final now: it covers every
+ * write of the old writer that landed — (dm_tree_writer_high_water tells
+ * it) and raised to high_water if lower.  When it returns, no batch of a
+ * writer under an older word can land any more.
  */
 extern int	dm_tree_writer_takeover(dm_tree *t, uint64_t expected, uint64_t word,
 									uint64_t high_water, uint64_t *seen);

@@ -235,11 +235,17 @@ dm_tree_writer_takeover(dm_tree *t, uint64_t expected, uint64_t word, uint64_t h
 	}
 	t->writer = word;
 	t->writer_refused = 0;
-	/* the old writer's mark means nothing on the new writer's scale */
-	if ((rc = dm_write(t->c, meta_word_addr(t, HIGH_WATER_WORD), &high_water, 8)) != DM_OK)
-		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
-	t->high_water = high_water;
-	return DM_OK;
+
+	/*
+	 * Only now, with every fence raised, is the mark final: a raise of the
+	 * old writer that landed between the caller's look at it and our CAS
+	 * is visible here (the old writer raises it before it writes anything
+	 * that depends on it, and nothing of it lands any more).  The caller
+	 * reads it (dm_tree_writer_high_water) and decides.
+	 */
+	if ((rc = dm_tree_writer_read(t, NULL, &t->high_water)) != DM_OK)
+		return rc;
+	return high_water > t->high_water ? dm_tree_writer_raise(t, high_water) : DM_OK;
 }
 
 int

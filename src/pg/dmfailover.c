@@ -195,6 +195,14 @@ static void
 refuse_after_failover(Relation index, dm_tree *tree, uint64 word, uint64 high_water, XLogRecPtr fork)
 {
 	dm_tree_writer_refuse(tree);
+	if (high_water == DM_WRITER_POISON)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" cannot be used after failover", RelationGetRelationName(index)),
+				 errdetail("This server took the index over, but the old primary wrote index entries at the same time that may not have reached this server."),
+				 errhint("REINDEX INDEX %s",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+													RelationGetRelationName(index)))));
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),
 			 errmsg("index \"%s\" cannot be used after failover", RelationGetRelationName(index)),
@@ -276,6 +284,9 @@ decide(Relation index, dm_tree *tree)
 		if (DM_WRITER_IDENT(word) == my_ident())
 		{
 			dm_tree_writer_adopt(tree, word);
+			/* a takeover of ours that found the old writer had gone further */
+			if (high_water == DM_WRITER_POISON)
+				refuse_after_failover(index, tree, word, high_water, InvalidXLogRecPtr);
 			/* the ranges this instance writes may have changed (a takeover by another backend) */
 			if ((rc = dm_tree_partitions_refresh(tree)) != DM_OK)
 				dmindex_tree_error(index, tree, rc);
@@ -287,8 +298,22 @@ decide(Relation index, dm_tree *tree)
 			refuse_after_failover(index, tree, word, high_water, fork);
 		/* every change of the tree depends on WAL this server has replayed: take it over */
 		rc = dm_tree_writer_takeover(tree, word, DM_WRITER_MAKE(DM_WRITER_EPOCH(word) + 1, my_ident()),
-									 (uint64) GetXLogInsertRecPtr(), &seen);
+									 0, &seen);
 		if (rc != DM_OK)
+			dmindex_tree_error(index, tree, rc);
+		if (seen == word && dm_tree_writer_high_water(tree) > (uint64) fork)
+		{
+			/*
+			 * The old writer raised the mark (and may have written) between
+			 * our look and our takeover: the tree is ours now but unusable.
+			 * Poison the mark so that our other backends refuse it too.
+			 */
+			uint64		final = dm_tree_writer_high_water(tree);
+
+			(void) dm_tree_writer_raise(tree, DM_WRITER_POISON);
+			refuse_after_failover(index, tree, word, final, fork);
+		}
+		if (seen == word && (rc = dm_tree_writer_raise(tree, (uint64) GetXLogInsertRecPtr())) != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		if (seen == word)
 		{
