@@ -36,12 +36,13 @@
  * synchronous standby always passes the test; without it, a standby passes
  * only if it had caught up (a planned switchover), and fails otherwise.
  *
- * A server on the writer's own timeline with another instance id, or on a
- * timeline that is not newer than the writer's (the old primary), is
- * refused: it is not the writer any more.  Such a server may still read the
- * tree for at most RECHECK_MS after the takeover (each backend re-reads the
- * writer word at most that often); its writes are refused at once by the
- * fence.
+ * A server on a timeline that is not in the writer's past (the old primary,
+ * after a standby took over) is refused, reads included: its heap and the
+ * tree part ways from the takeover on.  Its backends notice within
+ * RECHECK_MS (each re-reads the writer word at most that often); its writes
+ * are refused at once by the fence.  A server on the writer's own timeline
+ * with another instance id (restarted with a new dmindex.instance_id) may
+ * read, not write.
  */
 #include "postgres.h"
 
@@ -293,7 +294,20 @@ decide(Relation index, dm_tree *tree)
 			return;
 		}
 		if (!fork_point(IDENT_TLI(DM_WRITER_IDENT(word)), &fork))
+		{
+			/*
+			 * The same timeline, another instance id: this server restarted
+			 * with a new dmindex.instance_id (or split brain: two standbys
+			 * promoted to the same timeline number).  It may read as any
+			 * instance may; writing is the writer's.
+			 */
+			if (IDENT_TLI(DM_WRITER_IDENT(word)) == GetWALInsertionTimeLine())
+			{
+				dm_tree_writer_refuse(tree);
+				return;
+			}
 			refuse_not_writer(index, tree, word);
+		}
 		if (high_water > (uint64) fork || DM_WRITER_EPOCH(word) >= DM_WRITER_EPOCH_MAX)
 			refuse_after_failover(index, tree, word, high_water, fork);
 		/* every change of the tree depends on WAL this server has replayed: take it over */
