@@ -43,23 +43,7 @@ typedef struct transport
 static dm_client *
 connect_client(const transport *tr)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = tr->backend;
-	o.op_timeout_ms = 5000;
-	o.name = "fence";
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if (dm_client_connect(c, mn1.addr, &id) != DM_OK || dm_client_connect(c, mn2.addr, &id) != DM_OK)
-	{
-		tap_diag("connect: %s", dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
+	return test_client_connect(tr->backend, 0, 5000, "fence", mn1.addr, mn2.addr);
 }
 
 static dm_entry
