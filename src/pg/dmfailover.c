@@ -234,6 +234,24 @@ fork_point(TimeLineID tli, XLogRecPtr *fork)
 	return true;
 }
 
+/* Where this server's timeline began (0 on timeline 1); cached. */
+static XLogRecPtr
+timeline_start(void)
+{
+	static TimeLineID tli = 0;
+	static XLogRecPtr start = InvalidXLogRecPtr;
+	TimeLineID	mine = GetWALInsertionTimeLine();
+
+	if (tli != mine)
+	{
+		List	   *history = readTimeLineHistory(mine);
+
+		start = ((TimeLineHistoryEntry *) linitial(history))->begin;
+		tli = mine;
+	}
+	return start;
+}
+
 /*
  * The new writer inherits the key ranges of the old one (by default the
  * whole key space belongs to instance 0): its instance id replaces the
@@ -284,10 +302,29 @@ decide(Relation index, dm_tree *tree)
 			dmindex_tree_error(index, tree, rc);
 		if (DM_WRITER_IDENT(word) == my_ident())
 		{
-			dm_tree_writer_adopt(tree, word);
 			/* a takeover of ours that found the old writer had gone further */
 			if (high_water == DM_WRITER_POISON)
 				refuse_after_failover(index, tree, word, high_water, InvalidXLogRecPtr);
+
+			/*
+			 * Our mark is at least the start of our timeline, except while
+			 * another backend of ours is taking the tree over (it judges
+			 * the old writer's final mark, then raises it): wait for it.
+			 */
+			if (high_water < (uint64) timeline_start())
+			{
+				if (k == 99)
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("the takeover of index \"%s\" by another backend of this server did not finish",
+									RelationGetRelationName(index)),
+							 errhint("Retry; if this persists, REINDEX INDEX %s.",
+									 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+																RelationGetRelationName(index)))));
+				pg_usleep(10000);
+				continue;
+			}
+			dm_tree_writer_adopt(tree, word);
 			/* the ranges this instance writes may have changed (a takeover by another backend) */
 			if ((rc = dm_tree_partitions_refresh(tree)) != DM_OK)
 				dmindex_tree_error(index, tree, rc);

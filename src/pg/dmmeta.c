@@ -317,11 +317,14 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 	client = connect_all();
 	memset(&to, 0, sizeof(to));
 	/*
-	 * This server writes the new tree.  Its high-water mark starts at 0: the
-	 * build's entries depend only on WAL before this transaction's commit,
-	 * and a server without that commit has no such index (dmfailover.c).
+	 * This server writes the new tree.  Its high-water mark starts at the
+	 * WAL insert position: the build's entries depend only on WAL before
+	 * this transaction's commit, and a server without that commit has no
+	 * such index; a writer's mark is never below the start of its timeline
+	 * (dmfailover.c).
 	 */
 	to.writer = dmindex_writer_initial();
+	to.high_water = RecoveryInProgress() ? 0 : (uint64) GetXLogInsertRecPtr();
 	to.node_size = meta.node_size;
 	to.placement_level = (int) meta.placement_level;
 	to.nmemnodes = placement_memnodes(index, client, to.memnodes, meta.incarnations);

@@ -26,6 +26,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
+use DmindexWorkload;
 
 my $mn = start_memnode(args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
 # primaries are instance 0 (which owns the key space of a new index);
@@ -129,6 +130,7 @@ DELETE FROM t WHERE k = :k + 100;
 END;
 SQL
 
+# pgbench writing and VACUUMing in the background (the primary is stopped under it)
 sub pgbench_start
 {
 	my ($node, $seconds) = @_;
@@ -178,12 +180,9 @@ sub promote
 	check_heap_equals_index($s, 'sync, after promotion');
 	ok($s->log_contains(qr/took over the remote tree of index "t_k_dm"/), 'the new primary logged its takeover');
 
-	# new writes and VACUUM on the new primary
-	($h, $out, $err) = pgbench_start($s, 4);
-	$h->finish;
-	like($$out, qr/number of transactions actually processed: [1-9]/, 'pgbench writes on the new primary');
-	unlike($$err, qr/ERROR/, 'no error on the new primary') or note $$err;
-	$s->safe_psql('postgres', 'VACUUM t');
+	# new writes and VACUUM on the new primary: nothing may fail
+	run_pgbench_with_vacuum($s, 't', { 'write.sql' => $write_sql }, { 'write.sql' => 10 },
+		duration => 4, pause => '300 ms', strict => 1);
 	check_heap_equals_index($s, 'sync, new primary after its own writes');
 	$s->stop;
 }
