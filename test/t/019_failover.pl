@@ -181,7 +181,9 @@ sub promote
 	ok($s->log_contains(qr/took over the remote tree of index "t_k_dm"/), 'the new primary logged its takeover');
 
 	# new writes and VACUUM on the new primary: nothing may fail
-	run_pgbench_with_vacuum($s, 't', { 'write.sql' => $write_sql }, { 'write.sql' => 10 },
+	run_pgbench_with_vacuum($s, 't',
+		{ 'write.sql' => $write_sql, 'read.sql' => "\\set k random(0, 99999)\nSELECT count(*) FROM t WHERE k BETWEEN :k AND :k + 100;\n" },
+		{ 'write.sql' => 10, 'read.sql' => 3 },
 		duration => 4, pause => '300 ms', strict => 1);
 	check_heap_equals_index($s, 'sync, new primary after its own writes');
 	$s->stop;
