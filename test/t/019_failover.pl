@@ -16,6 +16,8 @@
 #    fail (55000, "now written by another server"), its DROP INDEX does not
 #    free the tree, and nothing it tried reached the tree: the new primary's
 #    index still equals its heap.
+# 4. A wait for the synchronous standbys cancelled before the remote write
+#    is an error: the transaction rolls back and nothing reaches the tree.
 # Each server has its own dmindex.instance_id.
 
 use strict;
@@ -261,6 +263,28 @@ sub promote
 		'the new primary writes');
 	check_heap_equals_index($s, 'new primary after its writes');
 	$p->stop;
+
+	# ---- 4. a cancelled wait for the synchronous standbys writes nothing -----
+	# (the new primary, with a synchronous standby that never comes)
+	$s->safe_psql('postgres',
+		"ALTER SYSTEM SET synchronous_standby_names = 'nobody'; SELECT pg_reload_conf();");
+	$s->poll_query_until('postgres', "SELECT current_setting('synchronous_standby_names') = 'nobody'");
+	my $before = $s->safe_psql('postgres', 'SELECT count(*) FROM t');
+	my $waiter = $s->background_psql('postgres', on_error_stop => 0);
+	$waiter->query_until(qr/sent/, "\\echo sent\nINSERT INTO t (k, pad) VALUES (777777, 'cancelled');\n");
+	ok($s->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE 'INSERT INTO t%'"),
+		'the insert waits for the synchronous standby before writing its entry');
+	$s->safe_psql('postgres',
+		"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE 'INSERT INTO t%'");
+	$waiter->query('SELECT 1');
+	like($waiter->{stderr}, qr/canceling the wait for synchronous replication before writing dmindex entries/,
+		'the cancel is an error: nothing written, the transaction rolled back');
+	$waiter->quit;
+	$s->safe_psql('postgres', "ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf();");
+	is($s->safe_psql('postgres', "SELECT count(*) FROM t WHERE k = 777777"), '0', 'the row is not there');
+	is($s->safe_psql('postgres', 'SELECT count(*) FROM t'), $before, 'the table is unchanged');
+	check_heap_equals_index($s, 'after a cancelled wait');
 	$s->stop;
 }
 
