@@ -366,7 +366,11 @@ flush_index(PendingIndex *p, bool at_commit)
 	if (ready > 0)
 	{
 		dm_tree    *tree = dmindex_open_tree(index);
-		int			rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
+		int			rc;
+
+		/* the synchronous standbys have the heap WAL first (dmfailover.c) */
+		dmindex_before_remote_write(index, tree, XactLastRecEnd);
+		rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
 
 		if (rc != DM_OK)
 			dmindex_tree_error(index, tree, rc);

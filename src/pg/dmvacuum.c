@@ -11,6 +11,7 @@
 
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
@@ -34,6 +35,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	double		kept = 0;
 	dm_entry	e;
 	int			rc;
+	bool		synced = false;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
@@ -68,7 +70,19 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		if (ndead == DELETE_BATCH || (rc != 1 && ndead > 0))
 		{
 			int			removed = 0;
-			int			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
+			int			drc;
+
+			/*
+			 * Once, before the first delete: every deleter's commit is in WAL
+			 * before the insert position now, so a promoted synchronous
+			 * standby has them all (dmfailover.c).
+			 */
+			if (!synced)
+			{
+				dmindex_before_remote_write(index, tree, GetXLogInsertRecPtr());
+				synced = true;
+			}
+			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
 
 			if (drc != DM_OK)
 			{
