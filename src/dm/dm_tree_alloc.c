@@ -87,6 +87,24 @@ dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr)
 }
 
 int
+dm_node_alloc_split(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version)
+{
+	dm_slab    *s = slab_of(t, memnode);
+
+	*version = 0;
+	/* the grant first (already ours); when it is used up, freed nodes before a new grant */
+	if (s != NULL && !t->alloc_bulk && (s->cur == 0 || s->cur + t->node_size > s->end))
+	{
+		int			rc = dm_tree_reuse_pop(t, memnode, addr, version);
+
+		if (rc != DM_ERR_NOTFOUND)
+			return rc;
+		*version = 0;
+	}
+	return dm_node_alloc(t, memnode, addr);
+}
+
+int
 dm_tree_alloc_release(dm_tree *t)
 {
 	int			rc = DM_OK;
