@@ -32,16 +32,22 @@
  * pointed to are returned (a grant's unused rest), so no reader can hold an
  * address inside a returned range.
  *
- * Not done here yet: empty leaves are not reclaimed (deletes leave them in
- * the tree, DESIGN.md §5).  Reusing a node that was reachable needs, beyond
- * unlinking it under locks and marking it DM_NODE_DEAD: (a) writers that
- * lock a node must not lose their lock to the reuse (today a new node is
- * written whole, lock word included, and the memnode's returned-range
- * header and zeroing overwrite the lock word), so a reused address must be
- * locked by CAS before its new contents are written; (b) a reader that
- * finds freed memory must restart rather than retry validation until it
- * reports corruption; (c) iterator steps (dm_tree_scan.c) must treat a DEAD
- * leaf as stale.  These are changes to the node write/lock protocol.
+ * Reused nodes.  Empty leaves that VACUUM takes out of the tree
+ * (dm_tree_reclaim.c) are not returned to the memnode: its returned-range
+ * header and zeroing would overwrite their lock and version words, and a
+ * chunk freed whole could go to another tree, so a stale write fenced on an
+ * old version could land there.  They stay with the tree, as DEAD nodes
+ * keeping their last version, in the tree's reuse list, and
+ * dm_node_alloc_split() hands them to splits when the handle's grant is
+ * used up: the new contents continue the address's version sequence (the
+ * split seals version + 1), and are written after the guard of the node
+ * that links them, in the same batch (so a fenced split writes nothing
+ * there and the node is given back).  Why no reader or writer is misled by
+ * a reused address is argued at the top of dm_tree_reclaim.c: the address
+ * is claimed by a CAS on its reuse slot (one claimer), readers validate
+ * every hop (DEAD, level, fences) and restart from the root, and an old
+ * version never comes back.
+ */
  */
 #include "dm_tree_int.h"
 
