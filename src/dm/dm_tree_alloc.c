@@ -48,7 +48,6 @@
  * every hop (DEAD, level, fences) and restart from the root, and an old
  * version never comes back.
  */
- */
 #include "dm_tree_int.h"
 
 #define DM_GRANT_MAX	16		/* nodes: the most a handle strands per memnode */
