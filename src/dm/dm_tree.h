@@ -252,7 +252,7 @@ extern int	dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msgle
  * Take empty leaves out of the tree and keep their nodes for reuse by later
  * splits (dm_tree_reclaim.c; DESIGN.md §5).  A leaf is taken out when it is
  * empty and not the first child of its parent; at most as many per pass as
- * the tree's reuse list (511 nodes) has room for.  Run by one process per
+ * the tree's reuse list (8191 nodes) has room for.  Run by one process per
  * tree at a time (VACUUM); readers and writers may run concurrently.
  */
 typedef struct dm_reclaim_result

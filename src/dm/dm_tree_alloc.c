@@ -97,8 +97,13 @@ dm_node_alloc_split(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *vers
 	dm_slab    *s = slab_of(t, memnode);
 
 	*version = 0;
-	/* the grant first (already ours); when it is used up, freed nodes before a new grant */
-	if (s != NULL && !t->alloc_bulk && (s->cur == 0 || s->cur + t->node_size > s->end))
+	/*
+	 * Freed nodes first while the tree has any (else they would pile up
+	 * while grants keep taking new memory); with none known, look again
+	 * only when the grant is used up, before asking for a new one.
+	 */
+	if (s != NULL && !t->alloc_bulk &&
+		((int64_t) t->reuse_hint > 0 || s->cur == 0 || s->cur + t->node_size > s->end))
 	{
 		int			rc = dm_tree_reuse_pop(t, memnode, addr, version);
 

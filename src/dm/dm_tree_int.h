@@ -50,7 +50,8 @@ struct dm_tree
 	/* the tree's reuse list (dm_tree_reclaim.c) */
 	dm_gaddr	reuse_blk;		/* its block, 0 = not known yet */
 	uint64_t	reuse_hint;		/* its count word when last read */
-	unsigned	reuse_cursor;	/* slot to look at first */
+	unsigned	reuse_pop_win;	/* window of the block to look at first for a free node */
+	unsigned	reuse_push_win;	/* and for an empty slot */
 	unsigned	reuse_probe;	/* calls that did not look */
 
 	/* cache and ownership (dm_tree_own.c) */

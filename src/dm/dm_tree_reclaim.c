@@ -37,9 +37,10 @@
  * Scans and lookups are not snapshots (dm_tree.h), so entries that came
  * and went in between may be missed, as before.
  *
- * Reuse list.  Meta word 12 of the catalog entry points to a 4 KiB block on
+ * Reuse list.  Meta word 12 of the catalog entry points to a 64 KiB block on
  * the home memnode (made on first use, installed by CAS): word 0 a count
- * hint, then 511 slots, each 0 or the address of a free node.  A free node
+ * hint, then 8191 slots, each 0 or the address of a free node, read 4 KiB
+ * at a time.  A free node
  * is a DEAD node, unlinked, with its last version.  Push: CAS(slot: 0 -> B)
  * by the reclaimer (at most as many leaves per pass as there are empty
  * slots).  Pop: CAS(slot: B -> 0) by a splitting writer whose node grant on
@@ -48,7 +49,7 @@
  * pushed again, i.e. B is free again (no ABA harm).  Memory thus stays with
  * the tree (never returned to the memnode, which would overwrite the lock
  * and version words and could hand the range to another tree), and a
- * tree's footprint is bounded by its peak size plus 511 free nodes.
+ * tree's footprint is bounded by its peak size plus 8191 free nodes.
  *
  * Why a reused address misleads nobody:
  *  - Versions at one address only grow: a popped node is rewritten with
@@ -83,8 +84,11 @@
 #include "dm_tree_int.h"
 
 #define REUSE_WORD		12		/* meta word: the reuse block's address, 0 = none yet */
-#define REUSE_BYTES		4096
-#define REUSE_SLOTS		((int) (REUSE_BYTES / 8) - 1)	/* word 0 is the count hint */
+#define REUSE_BYTES		65536	/* the block: word 0 the count hint, then slots */
+#define REUSE_WIN		4096	/* read and scanned a window at a time */
+#define REUSE_WINS		(REUSE_BYTES / REUSE_WIN)
+#define REUSE_WIN_WORDS	(REUSE_WIN / 8)
+#define REUSE_SLOTS		((int) (REUSE_BYTES / 8) - 1)
 
 static dm_gaddr
 reuse_word(const dm_tree *t)
@@ -138,59 +142,71 @@ reuse_block(dm_tree *t, int create, dm_gaddr *out)
 	return DM_OK;
 }
 
+/* Read window wi of the block into words (REUSE_WIN_WORDS); word 0 of window 0 is the hint. */
 static int
-read_block(dm_tree *t, dm_gaddr blk, uint64_t *words)
+read_window(dm_tree *t, dm_gaddr blk, int wi, uint64_t *words)
 {
-	int			rc = dm_read(t->c, blk, words, REUSE_BYTES);
+	int			rc = dm_read(t->c, blk + (uint64_t) wi * REUSE_WIN, words, REUSE_WIN);
 
-	return rc == DM_OK ? DM_OK : xport(t, rc);
+	if (rc != DM_OK)
+		return xport(t, rc);
+	if (wi == 0)
+	{
+		t->reuse_hint = words[0];
+		words[0] = 0;			/* not a slot */
+	}
+	return DM_OK;
 }
 
-/* Put a free (DEAD, unlinked) node into an empty slot; 0 if the list is full. */
+/* Put a free (DEAD, unlinked) node into an empty slot; *pushed = 0 if the list is full. */
 static int
 reuse_push(dm_tree *t, dm_gaddr addr, int *pushed)
 {
-	uint64_t   *w = malloc(REUSE_BYTES);
+	uint64_t	w[REUSE_WIN_WORDS];
 	dm_gaddr	blk;
 	uint64_t	old;
 	int			rc;
 
 	*pushed = 0;
-	if (w == NULL)
-		return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
-	if ((rc = reuse_block(t, 1, &blk)) != DM_OK || (rc = read_block(t, blk, w)) != DM_OK)
-		goto out;
-	for (int i = 1; i <= REUSE_SLOTS && !*pushed; i++)
+	if ((rc = reuse_block(t, 1, &blk)) != DM_OK)
+		return rc;
+	for (int k = 0; k < REUSE_WINS && !*pushed; k++)
 	{
-		if (w[i] != 0)
-			continue;
-		if ((rc = dm_cas(t->c, blk + 8 * (uint64_t) i, 0, addr, &old)) != DM_OK)
+		int			wi = (int) ((t->reuse_push_win + (unsigned) k) % REUSE_WINS);
+
+		if ((rc = read_window(t, blk, wi, w)) != DM_OK)
+			return rc;
+		for (int i = wi == 0 ? 1 : 0; i < REUSE_WIN_WORDS && !*pushed; i++)
 		{
-			rc = xport(t, rc);
-			goto out;
-		}
-		if (old == 0)
-		{
-			*pushed = 1;
-			if ((rc = dm_faa(t->c, blk, 1, &old)) != DM_OK)
-				rc = xport(t, rc);
+			dm_gaddr	slot = blk + (uint64_t) wi * REUSE_WIN + 8 * (uint64_t) i;
+
+			if (w[i] != 0)
+				continue;
+			if ((rc = dm_cas(t->c, slot, 0, addr, &old)) != DM_OK)
+				return xport(t, rc);
+			if (old == 0)
+			{
+				*pushed = 1;
+				t->reuse_push_win = (unsigned) wi;
+				if ((rc = dm_faa(t->c, blk, 1, &old)) != DM_OK)
+					return xport(t, rc);
+				t->reuse_hint = old + 1;
+			}
 		}
 	}
 	if (t->cache)
 		dm_cache_invalidate(t->cache, t->ctag, addr);
-out:
-	free(w);
-	return rc;
+	return DM_OK;
 }
 
 int
 dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version)
 {
-	uint64_t   *w;
+	uint64_t	w[REUSE_WIN_WORDS];
 	uint8_t    *nb;
 	dm_gaddr	blk;
 	uint64_t	old;
-	int			rc = DM_ERR_NOTFOUND;
+	int			rc;
 
 	/* no list yet: look for one now and then only (a VACUUM elsewhere makes it) */
 	if (t->reuse_blk == 0 && (t->reuse_probe++ % 16) != 0)
@@ -199,54 +215,63 @@ dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *versio
 		return rc;
 	if (blk == 0)
 		return DM_ERR_NOTFOUND;
-	w = malloc(REUSE_BYTES);
-	nb = aligned_alloc(8, t->node_size);
-	if (w == NULL || nb == NULL)
+	/* empty a moment ago: look at its count now and then only */
+	if ((int64_t) t->reuse_hint <= 0)
 	{
-		free(w);
-		free(nb);
-		return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
+		if ((t->reuse_probe++ % 4) != 0)
+			return DM_ERR_NOTFOUND;
+		if ((rc = dm_read(t->c, blk, &t->reuse_hint, 8)) != DM_OK)
+			return xport(t, rc);
+		if ((int64_t) t->reuse_hint <= 0)
+			return DM_ERR_NOTFOUND;
 	}
+	if ((nb = aligned_alloc(8, t->node_size)) == NULL)
+		return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
 	rc = DM_ERR_NOTFOUND;
-	if ((int64_t) t->reuse_hint <= 0 && (t->reuse_probe++ % 4) != 0)
-		goto out;				/* it was empty a moment ago */
-	if ((rc = read_block(t, blk, w)) != DM_OK)
-		goto out;
-	t->reuse_hint = w[0];
-	rc = DM_ERR_NOTFOUND;
-	for (int k = 0; k < REUSE_SLOTS; k++)
+	for (int k = 0; k < REUSE_WINS; k++)
 	{
-		int			i = 1 + (int) ((t->reuse_cursor + (unsigned) k) % REUSE_SLOTS);
-		dm_gaddr	a = w[i];
+		int			wi = (int) ((t->reuse_pop_win + (unsigned) k) % REUSE_WINS);
 		int			r;
 
-		if (a == 0 || dm_gaddr_node(a) != memnode)
-			continue;
-		if ((r = dm_cas(t->c, blk + 8 * (uint64_t) i, a, 0, &old)) != DM_OK)
-		{
-			rc = xport(t, r);
-			goto out;
-		}
-		if (old != a)
-			continue;			/* taken by another writer */
-		t->reuse_cursor = (unsigned) i;
-		(void) dm_faa(t->c, blk, (uint64_t) -1, &old);
-		if ((r = dm_node_read(t, a, nb)) != DM_OK)
+		if ((r = read_window(t, blk, wi, w)) != DM_OK)
 		{
 			rc = r;
 			goto out;
 		}
-		if (!(NODE_HDR(nb)->flags & DM_NODE_DEAD) || (NODE_HDR(nb)->version & DM_VERSION_DIRTY))
-			continue;			/* not a free node (damaged list): leave it alone */
-		*addr = a;
-		*version = NODE_HDR(nb)->version;
-		t->ctr.nodes_reused++;
-		rc = DM_OK;
-		goto out;
+		for (int i = 0; i < REUSE_WIN_WORDS; i++)
+		{
+			dm_gaddr	a = w[i];
+			dm_gaddr	slot = blk + (uint64_t) wi * REUSE_WIN + 8 * (uint64_t) i;
+
+			if (a == 0 || dm_gaddr_node(a) != memnode)
+				continue;
+			/* the claim: whoever empties the slot has the node */
+			if ((r = dm_cas(t->c, slot, a, 0, &old)) != DM_OK)
+			{
+				rc = xport(t, r);
+				goto out;
+			}
+			if (old != a)
+				continue;		/* taken by another writer */
+			t->reuse_pop_win = (unsigned) wi;
+			(void) dm_faa(t->c, blk, (uint64_t) -1, &old);
+			t->reuse_hint = old - 1;
+			if ((r = dm_node_read(t, a, nb)) != DM_OK)
+			{
+				rc = r;
+				goto out;
+			}
+			if (!(NODE_HDR(nb)->flags & DM_NODE_DEAD) || (NODE_HDR(nb)->version & DM_VERSION_DIRTY))
+				continue;		/* not a free node (damaged list): leave it alone */
+			*addr = a;
+			*version = NODE_HDR(nb)->version;
+			t->ctr.nodes_reused++;
+			rc = DM_OK;
+			goto out;
+		}
 	}
-	t->reuse_hint = 0;
+	t->reuse_hint = 0;			/* nothing for this memnode: look again later */
 out:
-	free(w);
 	free(nb);
 	return rc;
 }
@@ -274,7 +299,9 @@ dm_tree_reuse_list(dm_tree *t, dm_gaddr *addrs, int max, int *n)
 		return rc;
 	if ((w = malloc(REUSE_BYTES)) == NULL)
 		return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
-	if ((rc = read_block(t, blk, w)) == DM_OK)
+	if ((rc = dm_read(t->c, blk, w, REUSE_BYTES)) != DM_OK)
+		rc = xport(t, rc);
+	else
 		for (int i = 1; i <= REUSE_SLOTS; i++)
 			if (w[i] != 0)
 			{
@@ -418,18 +445,15 @@ fail:
 static int
 free_slots(dm_tree *t, int *n)
 {
-	uint64_t   *w = malloc(REUSE_BYTES);
 	dm_gaddr	blk;
-	int			rc;
+	int			used,
+				rc;
 
 	*n = 0;
-	if (w == NULL)
-		return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
-	if ((rc = reuse_block(t, 1, &blk)) == DM_OK && (rc = read_block(t, blk, w)) == DM_OK)
-		for (int i = 1; i <= REUSE_SLOTS; i++)
-			*n += w[i] == 0;
-	free(w);
-	return rc;
+	if ((rc = reuse_block(t, 1, &blk)) != DM_OK || (rc = dm_tree_reuse_list(t, NULL, 0, &used)) != DM_OK)
+		return rc;
+	*n = REUSE_SLOTS - used;
+	return DM_OK;
 }
 
 int

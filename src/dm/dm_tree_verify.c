@@ -320,16 +320,20 @@ static int
 check_free(walk *w)
 {
 	dm_tree    *t = w->t;
-	dm_gaddr	addrs[512];
+	dm_gaddr   *addrs = malloc(sizeof(dm_gaddr) * 8192);
 	uint8_t    *buf = aligned_alloc(8, t->node_size);
 	int			n,
 				rc;
 
-	if (buf == NULL)
+	if (buf == NULL || addrs == NULL)
+	{
+		free(buf);
+		free(addrs);
 		return DM_ERR_NOMEM;
-	if ((rc = dm_tree_reuse_list(t, addrs, 512, &n)) != DM_OK)
+	}
+	if ((rc = dm_tree_reuse_list(t, addrs, 8192, &n)) != DM_OK)
 		goto out;
-	if (n > 512)
+	if (n > 8192)
 	{
 		rc = problem(w, "reuse list holds %d nodes, more than it has slots", n);
 		goto out;
@@ -362,6 +366,7 @@ check_free(walk *w)
 	}
 out:
 	free(buf);
+	free(addrs);
 	return rc;
 }
 

@@ -88,6 +88,8 @@ bytes_in_use(dm_client *c)
 	return st.bytes_in_use;
 }
 
+static int	g_quiet;			/* make_tree: no assertion line (fault runs) */
+
 static dm_tree *
 make_tree(dm_client *c, const char *name, uint32_t node_size, dm_tree_name *tn)
 {
@@ -101,7 +103,8 @@ make_tree(dm_client *c, const char *name, uint32_t node_size, dm_tree_name *tn)
 	dm_tree_name_named(tn, name);
 	dm_tree_drop(c, 1, tn, NULL);
 	rc = dm_tree_create_new(c, 1, tn, &o, &t);
-	CHECK_STATUS(rc, DM_OK, "%s: create tree (%u-byte nodes)", name, node_size);
+	if (!g_quiet || rc != DM_OK)
+		CHECK_STATUS(rc, DM_OK, "%s: create tree (%u-byte nodes)", name, node_size);
 	return rc == DM_OK ? t : NULL;
 }
 
@@ -177,6 +180,34 @@ insert_keys(dm_tree *t, model *m, uint64_t from, uint64_t to, uint64_t step, uin
 		}
 		if (m)
 			m_insert(m, e);
+	}
+	return 1;
+}
+
+/* Like insert_keys, in sorted batches of 256 (each leaf written once per batch). */
+static int
+insert_sorted(dm_tree *t, model *m, uint64_t from, uint64_t to, uint64_t step, uint64_t tid)
+{
+	dm_entry	e[256];
+	int			n = 0;
+
+	for (uint64_t k = from; k < to || n > 0; k += step)
+	{
+		if (k < to)
+			e[n++] = dm_entry_make(k, tid + k);
+		if (n == 256 || (k >= to && n > 0) || (k + step >= to && n > 0))
+		{
+			if (dm_tree_insert_sorted(t, e, n, NULL) != DM_OK)
+			{
+				tap_diag("insert_sorted: %s", dm_tree_error(t));
+				return 0;
+			}
+			for (int i = 0; i < n; i++)
+				m_insert(m, e[i]);
+			n = 0;
+			if (k >= to)
+				break;
+		}
 	}
 	return 1;
 }
@@ -314,7 +345,7 @@ cycle(const transport *tr, const char *name, int reclaim, int rounds, int per, i
 		uint64_t	base = (uint64_t) (ranges ? r % ranges : r) * 1000000;
 		dm_reclaim_result res;
 
-		if (!insert_keys(t, &m, base, base + (uint64_t) per * 7, 7, 0) ||
+		if (!insert_sorted(t, &m, base, base + (uint64_t) per * 7, 7, 0) ||
 			!delete_range(t, &m, base, base + 1000000))
 			goto fail;
 		if (reclaim && dm_tree_reclaim(t, &res) != DM_OK)
@@ -325,6 +356,17 @@ cycle(const transport *tr, const char *name, int reclaim, int rounds, int per, i
 		/* the handle's grant stays with it: give it back so only tree memory counts */
 		dm_tree_alloc_release(t);
 		use = bytes_in_use(c);
+		if (getenv("RECLAIM_VERBOSE"))
+		{
+			dm_tree_counters ctr;
+			dm_tree_stats st;
+
+			dm_tree_get_counters(t, &ctr);
+			dm_tree_stats_get(t, &st);
+			tap_diag("%s round %d: bytes_in_use %" PRIu64 ", %" PRIu64 " leaves %" PRIu64 " inner, %" PRIu64
+					 " free; reclaimed %" PRIu64 ", reused %" PRIu64 ", splits %" PRIu64, name, r, use, st.nodes[0],
+					 st.nodes[1] + st.nodes[2], st.free_nodes, ctr.leaves_reclaimed, ctr.nodes_reused, ctr.splits);
+		}
 		if (r == 1)
 			*first = use;
 		if (use > peak)
@@ -345,7 +387,7 @@ static void
 test_bounded(const transport *tr)
 {
 	char		name[64];
-	int			rounds = 30 * g_scale / 100 + 6;
+	int			rounds = 8 * g_scale / 100 + 4;
 	int			per = 2000;
 	uint64_t	f_on = 0,
 				f_off = 0,
@@ -362,11 +404,10 @@ test_bounded(const transport *tr)
 	off = cycle(tr, name, 0, rounds, per, 4, &f_off);
 	tap_diag("%s: %d rounds of %d keys over 4 ranges: bytes_in_use grows %" PRId64 " bytes after round 2 (%" PRIu64
 			 ") with reclamation, %" PRId64 " without (%" PRIu64 ")", tr->name, rounds, per, on, f_on, off, f_off);
+	/* (without reclamation this pattern grows only until every range was filled once) */
 	CHECK(on >= 0 && off >= 0 && on <= 16 * 1024,
 		  "%s: with reclamation memnode use stays bounded over %d rounds (grew %" PRId64 " bytes; without: %" PRId64 ")",
 		  tr->name, rounds, on, off);
-	CHECK(off > 4 * on + 64 * 1024,
-		  "%s: without reclamation the same loop grows (%" PRId64 " bytes)", tr->name, off);
 
 	/* ever new ranges to the right: inner nodes keep one (empty) first child each */
 	snprintf(name, sizeof(name), "reclaim-newranges-%s", tr->name);
@@ -374,7 +415,9 @@ test_bounded(const transport *tr)
 	snprintf(name, sizeof(name), "reclaim-newranges-off-%s", tr->name);
 	nwoff = cycle(tr, name, 0, rounds, per, 0, &f_newoff);
 	tap_diag("%s: ever new ranges: grows %" PRId64 " bytes with reclamation, %" PRId64 " without", tr->name, nw, nwoff);
-	CHECK(nw >= 0 && nwoff > 0 && nw * 5 < nwoff,
+	CHECK(nwoff > (int64_t) (rounds - 2) * per * 8,
+		  "%s: ever new ranges without reclamation: the memnode grows every round (%" PRId64 " bytes)", tr->name, nwoff);
+	CHECK(nw >= 0 && nw * 5 < nwoff,
 		  "%s: ever new ranges: reclamation keeps growth under a fifth (%" PRId64 " vs %" PRId64 " bytes)", tr->name, nw, nwoff);
 }
 
@@ -383,7 +426,7 @@ test_bounded(const transport *tr)
 #define BANDS 3					/* writers, one key band each */
 #define BAND 1000000
 #define STABLE_STEP 97			/* stable keys: multiples of this in every band */
-#define STABLE_SPAN 40000		/* below this offset in the band */
+#define STABLE_SPAN 25000		/* below this offset in the band */
 #define NSTABLE (BANDS * (STABLE_SPAN / STABLE_STEP + 1))
 
 typedef struct shared
@@ -675,8 +718,11 @@ test_concurrent(void)
 static dm_tree *
 fault_setup(const transport *tr, dm_client *c, const char *name, dm_tree_name *tn, model *m)
 {
-	dm_tree    *t = make_tree(c, name, 256, tn);
+	dm_tree    *t;
 
+	g_quiet = 1;
+	t = make_tree(c, name, 256, tn);
+	g_quiet = 0;
 	if (t == NULL)
 		return NULL;
 	m->n = 0;
@@ -717,7 +763,10 @@ test_faults(const transport *tr)
 	model		m = {0};
 	uint64_t	nsteps = 0;
 	int			runs = 0,
-				bad = 0;
+				bad = 0,
+				stride = getenv("RECLAIM_FAULT_STRIDE") ? atoi(getenv("RECLAIM_FAULT_STRIDE")) : 2;
+	uint64_t	half_dead = 0,
+				finished = 0;
 	uint64_t   *steps = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct
 	{
@@ -752,7 +801,7 @@ test_faults(const transport *tr)
 	for (size_t fi = 0; fi < sizeof(faults) / sizeof(faults[0]); fi++)
 	{
 		/* kill-mid: every few words of the step's writes (shm); over tcp it is KILL */
-		int			wmax = faults[fi].action == DM_FAULT_KILL_MID && tr->backend == DM_BACKEND_SHM ? 3 : 1;
+		int			wmax = faults[fi].action == DM_FAULT_KILL_MID && tr->backend == DM_BACKEND_SHM ? 2 : 1;
 
 		for (uint64_t at = 1; at <= nsteps; at++)
 			for (int wi = 0; wi < wmax; wi++)
@@ -764,6 +813,11 @@ test_faults(const transport *tr)
 				pid_t		p;
 				int			ok = 1;
 				dm_reclaim_result res;
+				dm_tree_stats st;
+
+				/* late and kill-mid at every stride-th step (RECLAIM_FAULT_STRIDE, default 2) */
+				if (fi >= 2 && (at % (uint64_t) stride) != 0)
+					continue;
 
 				if (t == NULL)
 				{
@@ -781,8 +835,16 @@ test_faults(const transport *tr)
 					tap_diag("%s %s at %" PRIu64 "/%d: verify after the fault: %s", tr->name, faults[fi].name, at, wi, msg);
 					ok = 0;
 				}
-				/* a writer into the range finishes what was left, then a full pass */
-				if (ok && (!insert_keys(t, &m, 45, 46, 1, 0) ||
+				if (ok && dm_tree_stats_get(t, &st) == DM_OK)
+					half_dead += st.half_dead;
+				/*
+				 * Writers refill the range (finishing any unlink left half
+				 * done), it is emptied again and a full pass reclaims it.
+				 */
+				if (ok && (!insert_keys(t, &m, 30, 60, 1, 0) ||
+						   dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m.n ||
+						   dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0 ||
+						   !delete_range(t, &m, 30, 60) ||
 						   dm_tree_reclaim(t, &res) != DM_OK ||
 						   dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m.n))
 				{
@@ -804,18 +866,28 @@ test_faults(const transport *tr)
 					{
 						int			found = 1;
 
-						if (k != 45 && (dm_tree_contains(t, dm_entry_make(k, k), &found) != DM_OK || found))
+						if ( (dm_tree_contains(t, dm_entry_make(k, k), &found) != DM_OK || found))
 							ok = 0;
 					}
 					if (!ok)
 						tap_diag("%s %s at %" PRIu64 "/%d: contents differ", tr->name, faults[fi].name, at, wi);
 				}
 				bad += !ok;
+				{
+					dm_tree_counters ctr;
+
+					dm_tree_get_counters(t, &ctr);
+					finished += ctr.unlinks_finished;
+				}
 				dm_tree_destroy(t);
 			}
 	}
-	CHECK(bad == 0 && runs > 0, "%s: faults: %d runs (fail, kill, late, kill-mid at each of %" PRIu64 " steps), %d bad",
-		  tr->name, runs, nsteps, bad);
+	CHECK(bad == 0 && runs > 0, "%s: faults: %d runs (fail, kill at each of %" PRIu64 " steps, late and kill-mid "
+		  "at every %d%s), %d bad", tr->name, runs, nsteps, stride > 1 ? stride : 1, stride > 1 ? "th" : "", bad);
+	tap_diag("%s: faults left %" PRIu64 " half-dead leaves; writers finished %" PRIu64 " unlinks",
+			 tr->name, half_dead, finished);
+	CHECK(half_dead > 0 && finished > 0, "%s: some faults left an unlink half done (%" PRIu64 ") and writers finished them (%" PRIu64 ")",
+		  tr->name, half_dead, finished);
 	m_free(&m);
 	munmap(steps, 4096);
 	dm_client_destroy(c);
