@@ -12,7 +12,9 @@
 # report deleted index "pages" (reclaimed leaves), dmindex_check(idx, true)
 # must pass after every round, and the index must answer like a seq scan.
 # A second table gets ever new key ranges (as with increasing ids): there
-# the growth must stay far below that of the first rounds' tree per round.
+# the memnode must grow by under half a chunk per round (a round's rows
+# take about two).  On the code before reclamation the leaf count, the
+# reported deleted pages and this growth all fail.
 
 use strict;
 use warnings;
@@ -65,7 +67,8 @@ ok($check_ok, "dmindex_check(t_dm, true) passes after each of $rounds rounds");
 cmp_ok($deleted_pages, '>', 0, 'VACUUM reports reclaimed leaves as deleted index pages');
 cmp_ok($chunks[-1], '<=', $chunks[2] + 2,
 	"memnode use stays bounded: $chunks[-1] chunks after round $rounds, $chunks[2] after round 3");
-cmp_ok($leaves[-1], '<=', $leaves[2] * 1.5 + 5,
+# (before reclamation: 104 208 312 341 363 389 399 415 423 431 439 446)
+cmp_ok($leaves[-1], '<=', $leaves[2] * 1.1 + 5,
 	"the tree keeps its size: $leaves[-1] leaves after round $rounds, $leaves[2] after round 3");
 
 # the index answers like a seq scan, in the live range and the emptied ones
@@ -107,8 +110,11 @@ for my $r (0 .. $rounds - 1)
 my $tree_chunks = $node->safe_psql('postgres',
 	"SELECT ceil((leaf_nodes + inner_nodes) * node_size / ${chunk}::numeric) FROM dmindex_stats('q_dm')");
 note "ever new ranges: memnode chunks after each round: @qchunks; the tree itself: $tree_chunks chunks";
-cmp_ok($qchunks[-1] - $qchunks[2], '<', ($rounds - 3) * $tree_chunks / 3 + 2,
-	'ever new ranges: the memnode grows by well under a third of a tree per round');
+# a round's rows fill about two chunks of leaves; before reclamation the
+# memnode grew by about that much every round (10 12 14 15 17 ... 29)
+cmp_ok($qchunks[-1] - $qchunks[2], '<=', ($rounds - 3) / 2,
+	'ever new ranges: the memnode grows by under half a chunk per round, '
+	  . ($qchunks[-1] - $qchunks[2]) . ' chunks in ' . ($rounds - 3) . ' rounds');
 is(dmindex_check($node, 'postgres', 'q_dm', 1), "$per|$per|t", 'dmindex_check(q_dm, true) passes');
 
 $node->stop;
