@@ -246,14 +246,14 @@ test_model(const transport *tr, uint32_t node_size)
 	dm_tree_counters ctr;
 	dm_reclaim_result res;
 	uint64_t	reclaimed = 0;
-	int			rounds = 6 * g_scale / 100 + 2;
+	int			rounds = 3 * g_scale / 100 + 2;
 
 	snprintf(name, sizeof(name), "reclaim-model-%s-%u", tr->name, node_size);
 	if (!CHECK(c != NULL, "%s: connect", name) || (t = make_tree(c, name, node_size, &tn)) == NULL)
 		goto out;
 	rng_seed_label(g_seed, name, 0);
 	/* keys 0..99999: random fill */
-	for (int i = 0; i < 6000 * g_scale / 100; i++)
+	for (int i = 0; i < 2500 * g_scale / 100; i++)
 	{
 		dm_entry	e = dm_entry_make(rnd_below(100000), rnd_below(1000));
 
@@ -266,7 +266,7 @@ test_model(const transport *tr, uint32_t node_size)
 	{
 		char		what[128];
 		uint64_t	from = rnd_below(80000),
-					to = from + 5000 + rnd_below(15000);
+					to = from + 10000 + rnd_below(20000);
 		uint64_t	rfrom = rnd_below(90000);
 
 		/* a whole range gone, then a few scattered deletes */
@@ -282,13 +282,17 @@ test_model(const transport *tr, uint32_t node_size)
 		snprintf(what, sizeof(what), "%s round %d after reclaim", name, r);
 		tree_matches(t, &m, what);
 		/* reinsertion elsewhere (and into part of the emptied range) */
-		for (int i = 0; i < 3000 * g_scale / 100; i++)
 		{
-			dm_entry	e = dm_entry_make(rfrom + rnd_below(10000), rnd_below(1000));
+			dm_entry	e[1200];
+			int			n = 1200 * g_scale / 100;
 
-			if (dm_tree_insert(t, e, NULL) != DM_OK)
-				break;
-			m_insert(&m, e);
+			n = n > 1200 ? 1200 : n;
+			for (int i = 0; i < n; i++)
+				e[i] = dm_entry_make(rfrom + rnd_below(10000), rnd_below(1000));
+			n = sort_unique(e, n);
+			CHECK(dm_tree_insert_sorted(t, e, n, NULL) == DM_OK, "%s round %d: reinsert %d entries", name, r, n);
+			for (int i = 0; i < n; i++)
+				m_insert(&m, e[i]);
 		}
 		snprintf(what, sizeof(what), "%s round %d after reinsertion", name, r);
 		tree_matches(t, &m, what);
