@@ -16,7 +16,8 @@ AM_SRCS := $(sort $(wildcard src/pg/*.c))
 BUILD := build
 SA_CFLAGS ?= -O2 -g
 SA_CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fPIC -pthread -Isrc/dm
-SA_LIBS := -pthread -lm
+# libcrypto: HMAC-SHA-256 of the authentication handshake (src/dm/dm_auth.c)
+SA_LIBS := -pthread -lm -lcrypto
 
 DM_SA_OBJS := $(patsubst src/dm/%.c,$(BUILD)/dm/%.o,$(DM_SRCS))
 MEMNODE_SRCS := $(sort $(wildcard memnode/*.c))
@@ -83,6 +84,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=dmindex
 DMINDEX_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" dmindex.control)
 PG_CPPFLAGS = -Isrc/pg -Isrc/dm -DDMINDEX_VERSION='"$(DMINDEX_VERSION)"'
 PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
+SHLIB_LINK = -lcrypto
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
