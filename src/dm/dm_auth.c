@@ -23,6 +23,8 @@
 
 #define AUTH_FILE_MAX (64 * 1024)
 
+static int	fail(char *err, size_t errlen, const char *fmt,...) __attribute__((format(printf, 3, 4)));
+
 static int
 fail(char *err, size_t errlen, const char *fmt,...)
 {
