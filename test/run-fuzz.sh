@@ -25,9 +25,10 @@ for src in test/fuzz/fuzz_*.c; do
     corpus=$(mktemp -d "${TMPDIR:-/tmp}/dmfuzz-corpus.XXXXXX")
     cp test/fuzz/corpus/"${name#fuzz_}"/* "$corpus"/ 2>/dev/null
     log=build/fuzz/$name.log
-    # -timeout: one input may not take a second; -rss_limit_mb: a leak is a finding
+    # -timeout: an input that runs a minute is a hang (generous: a loaded CI machine
+    # stalls processes for seconds); -rss_limit_mb: unbounded growth is a finding
     timeout -k 10 $((secs + 60)) build/fuzz/"$name" -max_total_time="$secs" -max_len=8192 \
-        -timeout=10 -rss_limit_mb=1024 -artifact_prefix=build/fuzz/ -print_final_stats=1 \
+        -timeout=60 -rss_limit_mb=2048 -artifact_prefix=build/fuzz/ -print_final_stats=1 \
         "$corpus" >"$log" 2>&1
     rc=$?
     runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')

@@ -3,7 +3,8 @@
  * bodies, and the functions that encode and (strictly) decode them.
  *
  * Every frame starts with a 24-byte header.  A connection begins with HELLO
- * (versioned handshake); after that the client sends BATCH frames (many
+ * (versioned handshake; with AUTH after it when the memnode authenticates
+ * its clients, dm_auth.h); after that the client sends BATCH frames (many
  * one-sided operations, one reply: "doorbell batching") and RPC frames.
  * Requests are answered in order, one reply per request, with the request's
  * seq echoed.  All integers are little-endian; all bodies are multiples of 8

@@ -439,11 +439,14 @@ dmindex_get_client(void)
 	{
 		dm_client_destroy(backend_client);
 		backend_client = NULL;
-		pfree(backend_config.memnodes);
-		backend_config.memnodes = NULL;
-		pfree(backend_config.auth_file);
-		backend_config.auth_file = NULL;
 	}
+	/* also after a create_client() that raised an error (an unusable auth file) */
+	if (backend_config.memnodes != NULL)
+		pfree(backend_config.memnodes);
+	backend_config.memnodes = NULL;
+	if (backend_config.auth_file != NULL)
+		pfree(backend_config.auth_file);
+	backend_config.auth_file = NULL;
 
 	backend_config.memnodes =
 		MemoryContextStrdup(TopMemoryContext,
