@@ -22,10 +22,6 @@
 -- throwaway client; lets an administrator check memnodes before adding them
 -- to dmindex.memnodes (which is PGC_SIGHUP and cannot be SET).
 --
--- auth_failures and access_denied are the memnode's counts of connections
--- refused at authentication and of requests refused for touching another
--- identity's memory (both 0 on a memnode without --auth-file).
---
 CREATE FUNCTION dmindex_memnodes()
 RETURNS TABLE (
 	address text,
@@ -37,9 +33,7 @@ RETURNS TABLE (
 	chunks_total bigint,
 	chunks_used bigint,
 	trees bigint,
-	error text,
-	auth_failures bigint,
-	access_denied bigint)
+	error text)
 AS 'MODULE_PATHNAME', 'dmindex_memnodes'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
@@ -54,9 +48,7 @@ RETURNS TABLE (
 	chunks_total bigint,
 	chunks_used bigint,
 	trees bigint,
-	error text,
-	auth_failures bigint,
-	access_denied bigint)
+	error text)
 AS 'MODULE_PATHNAME', 'dmindex_memnodes'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
