@@ -40,7 +40,7 @@ medians() {
     echo "# Cost of authentication and tenant isolation — ${day}"
     echo
     echo "- command: \`bench/run-auth-bench.sh $*\` (ROUNDS=${rounds})"
-    echo "- date: ${started}; commit $(git rev-parse --short HEAD)$([ -z "$(git status --porcelain -- src/dm memnode bench 2>/dev/null)" ] || echo ' + uncommitted changes')"
+    echo "- date: ${started}; commit $(git rev-parse --short HEAD)$([ -z "$(git status --porcelain --untracked-files=no -- src/dm memnode bench 2>/dev/null)" ] || echo ' + uncommitted changes')"
     echo "- machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n1)"
     echo "- load average before / after: ${load} / ${load_after} (other work on the machine disturbs every number)"
     echo
@@ -64,7 +64,7 @@ medians() {
         "$tmp/p" "$tmp/a" | sort
     echo
     echo "Each round runs both variants back to back, each with its own memnode. A tcp op costs tens of"
-    echo "microseconds of loopback round trip and scheduling, against tens of nanoseconds of checks (part 1):"
-    echo "the ratios in part 2 are the machine's noise, which is the point — the check is not visible there."
+    echo "microseconds of loopback round trip and scheduling, against nanoseconds of checks (part 1): the"
+    echo "ratios in part 2 are the machine's noise, which is the point — the check is not visible there."
 } >"$out"
 echo "wrote $out"
