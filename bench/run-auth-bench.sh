@@ -5,16 +5,16 @@
 #      without the ownership check, and the per-batch lock, in-process
 #      (rounds alternate; no network noise);
 #   2. build/bench/dmbench_transport pinned to CPU 0, without and with
-#      --auth, alternated ROUNDS times (default 2) in the same run: the tcp
+#      --auth, alternated ROUNDS times (default 4) in the same run: the tcp
 #      rows' medians side by side, and their ratio (auth / no auth).
 # Extra arguments go to dmbench_transport (default: --duration 1).
-# Takes about 2 minutes on 2 cores.
+# Takes about 3 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build/dmindex-memnode build/bench/dmbench_transport build/bench/dmbench_auth >/dev/null
 day=$(date +%Y-%m-%d)
 out="bench/results/auth-${day}.md"
-rounds=${ROUNDS:-2}
+rounds=${ROUNDS:-4}
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--duration 1)
 tmp=$(mktemp -d)
@@ -50,17 +50,18 @@ medians() {
     echo
     echo "## 2. End to end over tcp (dmbench_transport --pin 0 ${args[*]}), median µs per op"
     echo
-    echo "| op | clients | no auth (each round) | auth (each round) | ratio of the means |"
+    echo "| op | clients | no auth (each round) | auth (each round) | ratio of the medians over rounds |"
     echo "|---|---|---|---|---|"
     medians "$tmp"/plain-*.md >"$tmp/p"
     medians "$tmp"/auth-*.md >"$tmp/a"
-    awk -F'|' 'NR == FNR { p[$1 "|" $2] = p[$1 "|" $2] " " $3; next }
+    awk -F'|' 'function med(s,   v, n, i, j, t) { n = split(s, v, " ");
+                   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+                   return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+               NR == FNR { p[$1 "|" $2] = p[$1 "|" $2] " " $3; next }
                { a[$1 "|" $2] = a[$1 "|" $2] " " $3; k[$1 "|" $2] = 1 }
                END { for (key in k) {
-                       split(key, kk, "|"); np = split(p[key], pv, " "); na = split(a[key], av, " ");
-                       sp = 0; for (i = 1; i <= np; i++) sp += pv[i];
-                       sa = 0; for (i = 1; i <= na; i++) sa += av[i];
-                       printf "| %s | %s |%s |%s | %.2f |\n", kk[1], kk[2], p[key], a[key], (np && na && sp > 0) ? (sa / na) / (sp / np) : 0 } }' \
+                       split(key, kk, "|"); mp = med(p[key]); ma = med(a[key]);
+                       printf "| %s | %s |%s |%s | %.2f |\n", kk[1], kk[2], p[key], a[key], mp > 0 ? ma / mp : 0 } }' \
         "$tmp/p" "$tmp/a" | sort
     echo
     echo "Each round runs both variants back to back, each with its own memnode. A tcp op costs tens of"
