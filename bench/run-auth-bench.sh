@@ -61,7 +61,7 @@ medians() {
                { a[$1 "|" $2] = a[$1 "|" $2] " " $3; k[$1 "|" $2] = 1 }
                END { for (key in k) {
                        split(key, kk, "|"); mp = med(p[key]); ma = med(a[key]);
-                       printf "| %s | %s |%s |%s | %.2f |\n", kk[1], kk[2], p[key], a[key], mp > 0 ? ma / mp : 0 } }' \
+                       printf "| %s | %s |%s |%s | %.2f |\n", kk[1], kk[2], p[key], a[key], (mp > 0 ? ma / mp : 0) } }' \
         "$tmp/p" "$tmp/a" | sort
     echo
     echo "Each round runs both variants back to back, each with its own memnode. A tcp op costs tens of"
