@@ -31,6 +31,8 @@ for r in $(seq 1 "$rounds"); do
     build/bench/dmbench_transport --pin 0 --auth "${args[@]}" --out "$tmp/auth-$r.md" >/dev/null
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+# before the results file is (re)written: it is not a change of the code measured
+commit="$(git rev-parse --short HEAD)$([ -z "$(git status --porcelain --untracked-files=no -- src/dm memnode bench ':!bench/results' 2>/dev/null)" ] || echo ' + uncommitted changes')"
 
 # median column (4) of the tcp rows, per (op, clients), over the rounds of one variant
 medians() {
@@ -40,7 +42,7 @@ medians() {
     echo "# Cost of authentication and tenant isolation — ${day}"
     echo
     echo "- command: \`bench/run-auth-bench.sh $*\` (ROUNDS=${rounds})"
-    echo "- date: ${started}; commit $(git rev-parse --short HEAD)$([ -z "$(git status --porcelain --untracked-files=no -- src/dm memnode bench 2>/dev/null)" ] || echo ' + uncommitted changes')"
+    echo "- date: ${started}; commit ${commit}"
     echo "- machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n1)"
     echo "- load average before / after: ${load} / ${load_after} (other work on the machine disturbs every number)"
     echo
