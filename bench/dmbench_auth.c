@@ -100,7 +100,7 @@ main(int argc, char **argv)
 	}
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 21;
-	if (!base || !ops || dm_region_format(&r, base, REGION, 1, CHUNK, 4096, 1, 1) != DM_OK)
+	if (!base || !ops || dm_region_format(&r, base, REGION, 1, CHUNK, 4096, 0, 1, 1) != DM_OK)
 		return 1;
 	dm_tree_name_named(&n, "a");
 	dm_region_cat_create_owned(&r, &n, 1, ta, 1, &ia);

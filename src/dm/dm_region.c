@@ -656,7 +656,7 @@ dm_region_cat_owner(const dm_region *r, const dm_tree_name *name, uint64_t *owne
 int
 dm_region_tree_owner(const dm_region *r, uint64_t tree_id, uint64_t *owner_ident)
 {
-	dm_cat_entry *e = entry_of_tree((dm_region *) r, tree_id);
+	dm_cat_entry *e = dm_region_entry_of_tree((dm_region *) r, tree_id);
 
 	if (e == NULL)
 		return DM_ERR_NOTFOUND;

@@ -17,6 +17,7 @@
 #define FZ_CHUNK (UINT64_C(64) << 10)
 
 mn_state	mn;
+__thread int mn_worker_id;		/* server.c's: picks a journal slot (none here) */
 dm_gaddr	fz_a_chunk,
 			fz_b_chunk;
 uint64_t	fz_a_tree,
@@ -90,7 +91,7 @@ fz_reset(void)
 {
 	uint64_t	off;
 
-	if (dm_region_format(&mn.region, region, FZ_REGION, 1, FZ_CHUNK, 8, 0x1234, 1) != DM_OK)
+	if (dm_region_format(&mn.region, region, FZ_REGION, 1, FZ_CHUNK, 8, 0, 0x1234, 1) != DM_OK)
 		abort();
 	mn.base = region;
 	/* tenants are identities only with authentication; else plain trees */
