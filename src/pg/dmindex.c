@@ -152,6 +152,7 @@ _PG_init(void)
 							NULL,
 							NULL);
 
+	dmindex_auth_init();
 	dmindex_cache_init();
 	dmindex_gc_worker_init();
 	dmindex_scanpin_init();
