@@ -87,66 +87,8 @@ client_as(const char *identity, const char *secret, int *rc, const char *addr)
 
 /* ---- raw sockets (the client library would not send most of this) ---------- */
 
-static int
-raw_connect_port(int port)
-{
-	struct sockaddr_in sa;
-	int			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = {.tv_sec = 5,.tv_usec = 0};
 
-	if (fd < 0)
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t) port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-	{
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
-static int
-raw_send(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
-
-static int
-raw_recv(int fd, void *buf, size_t len)
-{
-	uint8_t    *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
 
 /* EOF (or reset) within 3 s, after draining whatever comes first. */
 static int
@@ -195,10 +137,10 @@ raw_hello(int fd, const char *identity, const uint8_t *nonce, dm_frame_hdr *rh, 
 		snprintf(f.r.identity, sizeof(f.r.identity), "%s", identity);
 	if (nonce)
 		memcpy(f.r.client_nonce, nonce, DM_AUTH_NONCE_LEN);
-	if (raw_send(fd, &f, sizeof(f)) < 0 || raw_recv(fd, rh, sizeof(*rh)) < 0 ||
+	if (test_raw_send(fd, &f, sizeof(f)) < 0 || test_raw_recv(fd, rh, sizeof(*rh)) < 0 ||
 		rh->length != DM_HDR_SIZE + sizeof(*rep))
 		return -1;
-	return raw_recv(fd, rep, sizeof(*rep));
+	return test_raw_recv(fd, rep, sizeof(*rep));
 }
 
 static void
@@ -344,17 +286,17 @@ test_refused(dm_client *a, dm_gaddr a_word)
 	expected_failures++;
 
 	/* raw: a request after the challenge but before the proof closes the connection, unexecuted */
-	fd = raw_connect_port(mn.port);
+	fd = test_raw_connect(mn.port);
 	dm_auth_random(cn, sizeof(cn));
 	CHECK(fd >= 0 && raw_hello(fd, "tenant-a", cn, &rh, &rep) == 0 && rh.status == DM_OK &&
 		  (rep.flags & DM_HELLO_REP_AUTH) && rep.incarnation == 0 && rep.shm_path[0] == '\0',
 		  "HELLO is answered with a challenge only (nothing about the region)");
-	CHECK(raw_send(fd, buf, faa_frame(buf, a_word, 3)) == 0 && raw_closed(fd), "a BATCH before the proof: closed");
+	CHECK(test_raw_send(fd, buf, faa_frame(buf, a_word, 3)) == 0 && raw_closed(fd), "a BATCH before the proof: closed");
 	close(fd);
 	expected_failures++;
 
 	/* raw: a wrong proof with a BATCH right behind it: refused, closed, the BATCH never runs */
-	fd = raw_connect_port(mn.port);
+	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, "tenant-a", cn, &rh, &rep) == 0 && (rep.flags & DM_HELLO_REP_AUTH),
 		  "wrong proof: challenged");
 	make_auth(&af, "tenant-a", test_auth_secret("tenant-b"), cn, rep.server_nonce);
@@ -363,7 +305,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		size_t		n = sizeof(af) + faa_frame(buf + sizeof(af), a_word, 3);
 		dm_frame_hdr ah;
 
-		CHECK(raw_send(fd, buf, n) == 0 && raw_recv(fd, &ah, sizeof(ah)) == 0 && ah.status == DM_ERR_AUTH &&
+		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_recv(fd, &ah, sizeof(ah)) == 0 && ah.status == DM_ERR_AUTH &&
 			  ah.type == (DM_MSG_AUTH | DM_MSG_REPLY) && ah.length == DM_HDR_SIZE,
 			  "wrong proof (another identity's secret): AUTH answered with status AUTH, no body");
 		CHECK(raw_closed(fd), "wrong proof: connection closed");
@@ -378,24 +320,24 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		dm_auth_rep ar;
 		uint8_t		sn1[DM_AUTH_NONCE_LEN];
 
-		fd = raw_connect_port(mn.port);
+		fd = test_raw_connect(mn.port);
 		CHECK(fd >= 0 && raw_hello(fd, "tenant-a", cn, &rh, &rep) == 0 && (rep.flags & DM_HELLO_REP_AUTH),
 			  "replay: first connection challenged");
 		memcpy(sn1, rep.server_nonce, sizeof(sn1));
 		make_auth(&good, "tenant-a", test_auth_secret("tenant-a"), cn, rep.server_nonce);
-		CHECK(raw_send(fd, &good, sizeof(good)) == 0 && raw_recv(fd, &ah, sizeof(ah)) == 0 &&
-			  ah.status == DM_OK && ah.length == DM_HDR_SIZE + sizeof(ar) && raw_recv(fd, &ar, sizeof(ar)) == 0 &&
+		CHECK(test_raw_send(fd, &good, sizeof(good)) == 0 && test_raw_recv(fd, &ah, sizeof(ah)) == 0 &&
+			  ah.status == DM_OK && ah.length == DM_HDR_SIZE + sizeof(ar) && test_raw_recv(fd, &ar, sizeof(ar)) == 0 &&
 			  ar.hello.incarnation == mn.incarnation,
 			  "replay: the right proof is accepted and the real HELLO reply follows");
 		close(fd);
 
-		fd = raw_connect_port(mn.port);
+		fd = test_raw_connect(mn.port);
 		CHECK(fd >= 0 && raw_hello(fd, "tenant-a", cn, &rh, &rep) == 0 && (rep.flags & DM_HELLO_REP_AUTH) &&
 			  memcmp(rep.server_nonce, sn1, sizeof(sn1)) != 0,
 			  "replay: same client nonce, a fresh server nonce");
 		memcpy(buf, &good, sizeof(good));
-		CHECK(raw_send(fd, buf, sizeof(good) + faa_frame(buf + sizeof(good), a_word, 3)) == 0 &&
-			  raw_recv(fd, &ah, sizeof(ah)) == 0 && ah.status == DM_ERR_AUTH,
+		CHECK(test_raw_send(fd, buf, sizeof(good) + faa_frame(buf + sizeof(good), a_word, 3)) == 0 &&
+			  test_raw_recv(fd, &ah, sizeof(ah)) == 0 && ah.status == DM_ERR_AUTH,
 			  "replay: the recorded proof is refused");
 		CHECK(raw_closed(fd), "replay: connection closed");
 		close(fd);
@@ -403,17 +345,17 @@ test_refused(dm_client *a, dm_gaddr a_word)
 	}
 
 	/* an AUTH frame without a challenge; a version-2 HELLO (an old client) */
-	fd = raw_connect_port(mn.port);
+	fd = test_raw_connect(mn.port);
 	make_auth(&af, "tenant-a", test_auth_secret("tenant-a"), cn, cn);
 	{
 		dm_frame_hdr ah;
 
-		CHECK(fd >= 0 && raw_send(fd, &af, sizeof(af)) == 0 && raw_recv(fd, &ah, sizeof(ah)) == 0 &&
+		CHECK(fd >= 0 && test_raw_send(fd, &af, sizeof(af)) == 0 && test_raw_recv(fd, &ah, sizeof(ah)) == 0 &&
 			  ah.status == DM_ERR_AUTH && raw_closed(fd), "AUTH without HELLO: refused, closed");
 	}
 	close(fd);
 	expected_failures++;
-	fd = raw_connect_port(mn.port);
+	fd = test_raw_connect(mn.port);
 	{
 		uint8_t		old[DM_HDR_SIZE + 48];
 		uint32_t	v2 = 2;
@@ -421,7 +363,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		memset(old, 0, sizeof(old));
 		dm_hdr_init((dm_frame_hdr *) old, DM_MSG_HELLO, sizeof(old), 1);
 		memcpy(old + DM_HDR_SIZE, &v2, 4);
-		CHECK(fd >= 0 && raw_send(fd, old, sizeof(old)) == 0 && raw_recv(fd, &rh, sizeof(rh)) == 0 &&
+		CHECK(fd >= 0 && test_raw_send(fd, old, sizeof(old)) == 0 && test_raw_recv(fd, &rh, sizeof(rh)) == 0 &&
 			  rh.status == DM_ERR_VERSION && raw_closed(fd),
 			  "a version-2 HELLO (an old client) gets status VERSION, then the connection closes");
 	}
@@ -455,14 +397,14 @@ fake_memnode(int lfd)
 		dm_auth_rep r;
 	}			auth;
 
-	if (fd < 0 || raw_recv(fd, in, sizeof(in)) < 0)
+	if (fd < 0 || test_raw_recv(fd, in, sizeof(in)) < 0)
 		_exit(1);
 	memset(&hello, 0, sizeof(hello));
 	dm_hdr_init(&hello.h, DM_MSG_HELLO | DM_MSG_REPLY, sizeof(hello), ((dm_frame_hdr *) in)->seq);
 	hello.r.version = DM_PROTO_VERSION;
 	hello.r.flags = DM_HELLO_REP_AUTH;
 	memset(hello.r.server_nonce, 0x5A, sizeof(hello.r.server_nonce));
-	if (raw_send(fd, &hello, sizeof(hello)) < 0 || raw_recv(fd, in, DM_HDR_SIZE + sizeof(dm_auth_req)) < 0)
+	if (test_raw_send(fd, &hello, sizeof(hello)) < 0 || test_raw_recv(fd, in, DM_HDR_SIZE + sizeof(dm_auth_req)) < 0)
 		_exit(1);
 	memset(&auth, 0, sizeof(auth));
 	dm_hdr_init(&auth.h, DM_MSG_AUTH | DM_MSG_REPLY, sizeof(auth), ((dm_frame_hdr *) in)->seq);
@@ -472,7 +414,7 @@ fake_memnode(int lfd)
 	auth.r.hello.region_size = 16 << 20;
 	auth.r.hello.chunk_size = 1 << 20;
 	memset(auth.r.mac, 0xA5, sizeof(auth.r.mac));
-	raw_send(fd, &auth, sizeof(auth));
+	test_raw_send(fd, &auth, sizeof(auth));
 	sleep(2);
 	_exit(0);
 }

@@ -55,70 +55,8 @@ rnd(void)
 
 /* ---- raw sockets ----------------------------------------------------------- */
 
-static int
-raw_connect(void)
-{
-	struct sockaddr_in sa;
-	int			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = {.tv_sec = 5,.tv_usec = 0};
-	int			one = 1;
 
-	if (fd < 0)
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t) mn.port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	/* every read is bounded: a test must not hang on a silent memnode */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-	{
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
-static int
-raw_send(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
-
-/* Read exactly len bytes; 0 ok, -1 EOF/error/timeout. */
-static int
-raw_recv(int fd, void *buf, size_t len)
-{
-	uint8_t    *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
 
 /*
  * Did the memnode close the connection (EOF or reset) within timeout_ms?
@@ -169,13 +107,13 @@ raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep)
 		snprintf(req.r.identity, sizeof(req.r.identity), "tenant-a");
 		dm_auth_random(req.r.client_nonce, sizeof(req.r.client_nonce));
 	}
-	if (raw_send(fd, &req, sizeof(req)) < 0)
+	if (test_raw_send(fd, &req, sizeof(req)) < 0)
 		return -1;
-	if (raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0)
+	if (test_raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0)
 		return -1;
 	if (rep_hdr->length != DM_HDR_SIZE + sizeof(*rep))
 		return -1;
-	if (raw_recv(fd, rep, sizeof(*rep)) < 0)
+	if (test_raw_recv(fd, rep, sizeof(*rep)) < 0)
 		return -1;
 	if (rep_hdr->status == DM_OK && (rep->flags & DM_HELLO_REP_AUTH))
 	{
@@ -192,8 +130,8 @@ raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep)
 		dm_hdr_init(&areq.h, DM_MSG_AUTH, sizeof(areq), 78);
 		dm_auth_mac((const uint8_t *) secret, (uint32_t) strlen(secret), DM_AUTH_ROLE_CLIENT, req.r.identity,
 					req.r.client_nonce, rep->server_nonce, areq.r.mac);
-		if (raw_send(fd, &areq, sizeof(areq)) < 0 || raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0 ||
-			rep_hdr->length != DM_HDR_SIZE + sizeof(arep) || raw_recv(fd, &arep, sizeof(arep)) < 0)
+		if (test_raw_send(fd, &areq, sizeof(areq)) < 0 || test_raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0 ||
+			rep_hdr->length != DM_HDR_SIZE + sizeof(arep) || test_raw_recv(fd, &arep, sizeof(arep)) < 0)
 			return -1;
 		*rep = arep.hello;
 	}
@@ -273,60 +211,60 @@ test_raw_abuse(void)
 	int			fd;
 
 	/* 1. random garbage */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	for (size_t i = 0; i < 512; i++)
 		buf[i] = (uint8_t) rnd();
 	buf[0] = 'X';				/* surely not the magic */
-	CHECK(fd >= 0 && raw_send(fd, buf, 512) == 0, "garbage: sent 512 random bytes");
+	CHECK(fd >= 0 && test_raw_send(fd, buf, 512) == 0, "garbage: sent 512 random bytes");
 	CHECK(raw_closed(fd, 3000, &got) && got == 0, "garbage: memnode closed the connection without a reply");
 	close(fd);
 	check_serving("garbage");
 
 	/* 2. valid-looking header, wrong magic */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	dm_hdr_init(&h, DM_MSG_HELLO, DM_HDR_SIZE + sizeof(dm_hello_req), 1);
 	h.magic = 0x58494D45u;
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, &h, sizeof(h));
-	CHECK(fd >= 0 && raw_send(fd, buf, DM_HDR_SIZE + sizeof(dm_hello_req)) == 0, "wrong magic: sent");
+	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + sizeof(dm_hello_req)) == 0, "wrong magic: sent");
 	CHECK(raw_closed(fd, 3000, &got) && got == 0, "wrong magic: connection closed, no reply");
 	close(fd);
 	check_serving("wrong magic");
 
 	/* 3. a header claiming more than DM_FRAME_MAX */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	dm_hdr_init(&h, DM_MSG_HELLO, DM_FRAME_MAX + 8, 1);
-	CHECK(fd >= 0 && raw_send(fd, &h, sizeof(h)) == 0, "oversized: header claiming 16 MiB + 8 sent");
+	CHECK(fd >= 0 && test_raw_send(fd, &h, sizeof(h)) == 0, "oversized: header claiming 16 MiB + 8 sent");
 	CHECK(raw_closed(fd, 3000, NULL), "oversized: connection closed at once");
 	close(fd);
 	/* ... and after a handshake too */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 		  "oversized after hello: handshake ok");
 	dm_hdr_init(&h, DM_MSG_BATCH, 0xFFFFFFF8u, 2);
-	CHECK(raw_send(fd, &h, sizeof(h)) == 0 && raw_closed(fd, 3000, NULL),
+	CHECK(test_raw_send(fd, &h, sizeof(h)) == 0 && raw_closed(fd, 3000, NULL),
 		  "oversized after hello: 4 GiB header closes the connection");
 	close(fd);
 	/* flags and non-multiple-of-8 lengths */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	dm_hdr_init(&h, DM_MSG_HELLO, DM_HDR_SIZE + sizeof(dm_hello_req), 1);
 	h.flags = 4;
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, &h, sizeof(h));
-	CHECK(fd >= 0 && raw_send(fd, buf, DM_HDR_SIZE + sizeof(dm_hello_req)) == 0 &&
+	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + sizeof(dm_hello_req)) == 0 &&
 		  raw_closed(fd, 3000, NULL), "header with flags set: closed");
 	close(fd);
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	dm_hdr_init(&h, DM_MSG_HELLO, DM_HDR_SIZE + 4, 1);
 	memcpy(buf, &h, sizeof(h));
-	CHECK(fd >= 0 && raw_send(fd, buf, DM_HDR_SIZE + 4) == 0 && raw_closed(fd, 3000, NULL),
+	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + 4) == 0 && raw_closed(fd, 3000, NULL),
 		  "length not a multiple of 8: closed");
 	close(fd);
 	check_serving("oversized / bad headers");
 
 	/* 4. a truncated frame, then close: nothing of it may be applied */
 	before = read_word(chunk + 8);
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 		  "truncated: handshake ok");
 	{
@@ -348,7 +286,7 @@ test_raw_abuse(void)
 		blen = sizeof(bh) + sizeof(ops) + 64;
 		n = make_frame(buf, DM_MSG_BATCH, body, blen, 5);
 		/* all but the last 8 bytes of the WRITE payload */
-		CHECK(raw_send(fd, buf, n - 8) == 0, "truncated: sent %zu of %zu bytes", n - 8, n);
+		CHECK(test_raw_send(fd, buf, n - 8) == 0, "truncated: sent %zu of %zu bytes", n - 8, n);
 	}
 	close(fd);
 	check_serving("truncated frame");
@@ -364,14 +302,14 @@ test_raw_abuse(void)
 
 	/* 5. BATCH before HELLO */
 	before = read_word(chunk + 8);
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	n = make_frame(buf, DM_MSG_BATCH, body, faa_batch_body(body, chunk + 8), 1);
-	CHECK(fd >= 0 && raw_send(fd, buf, n) == 0, "batch before hello: sent");
+	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0, "batch before hello: sent");
 	CHECK(raw_closed(fd, 3000, &got) && got == 0, "batch before hello: closed without a reply");
 	close(fd);
 	CHECK(read_word(chunk + 8) == before, "batch before hello: not applied");
 	/* RPC before HELLO */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	{
 		uint8_t		rb[16] = {0};
 		dm_rpc_hdr	rpch = {.code = DM_RPC_STATS};
@@ -379,13 +317,13 @@ test_raw_abuse(void)
 		memcpy(rb, &rpch, sizeof(rpch));
 		n = make_frame(buf, DM_MSG_RPC, rb, 8, 1);
 	}
-	CHECK(fd >= 0 && raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
 		  "rpc before hello: closed without a reply");
 	close(fd);
 	check_serving("requests before hello");
 
 	/* 6. HELLO with a wrong version: an error reply, then the memnode hangs up */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	memset(&rh, 0, sizeof(rh));
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION + 1, &rh, &hr) == 0, "wrong version: got a reply");
 	CHECK(rh.magic == DM_PROTO_MAGIC && rh.type == (DM_MSG_HELLO | DM_MSG_REPLY) && rh.seq == 77,
@@ -398,7 +336,7 @@ test_raw_abuse(void)
 	check_serving("wrong version");
 
 	/* 7. HELLO twice; HELLO with a short body */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "hello twice: first ok");
 	CHECK(hr.node_id == node && hr.incarnation == mn.incarnation && hr.region_size == region_size,
 		  "hello reply: node id, incarnation and region size");
@@ -410,15 +348,15 @@ test_raw_abuse(void)
 			  "hello twice: second hello closes the connection");
 	}
 	close(fd);
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	memset(body, 0, sizeof(body));
 	n = make_frame(buf, DM_MSG_HELLO, body, 8, 1);
-	CHECK(fd >= 0 && raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
 		  "hello with an 8-byte body: closed");
 	close(fd);
 
 	/* 8. after a good hello: unknown RPC code (refused, connection kept), bad RPC length, odd types */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "rpc abuse: hello ok");
 	{
 		dm_rpc_hdr	rpch = {.code = 999};
@@ -428,34 +366,34 @@ test_raw_abuse(void)
 		memcpy(rb, &rpch, sizeof(rpch));
 		n = make_frame(buf, DM_MSG_RPC, rb, 16, 9);
 		memset(&rh, 0, sizeof(rh));
-		CHECK(raw_send(fd, buf, n) == 0 && raw_recv(fd, &rh, sizeof(rh)) == 0,
+		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_recv(fd, &rh, sizeof(rh)) == 0,
 			  "unknown rpc code: got a reply");
 		CHECK(rh.type == (DM_MSG_RPC | DM_MSG_REPLY) && rh.seq == 9 && rh.length >= DM_HDR_SIZE,
 			  "unknown rpc code: reply is an RPC reply with our seq");
 		CHECK_STATUS((int) rh.status, DM_ERR_INVALID, "unknown rpc code: status INVALID");
 		if (rh.length > DM_HDR_SIZE && rh.length < sizeof(buf))
-			raw_recv(fd, buf, rh.length - DM_HDR_SIZE);
+			test_raw_recv(fd, buf, rh.length - DM_HDR_SIZE);
 		/* the connection is still usable: ping on it */
 		rpch.code = DM_RPC_PING;
 		memcpy(rb, &rpch, sizeof(rpch));
 		memset(rb + 8, 0xAB, 8);
 		n = make_frame(buf, DM_MSG_RPC, rb, 16, 10);
 		memset(&rh, 0, sizeof(rh));
-		CHECK(raw_send(fd, buf, n) == 0 && raw_recv(fd, &rh, sizeof(rh)) == 0 && rh.status == DM_OK &&
+		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_recv(fd, &rh, sizeof(rh)) == 0 && rh.status == DM_OK &&
 			  rh.seq == 10 && rh.length == DM_HDR_SIZE + 8 + sizeof(dm_rpc_ping_rep),
 			  "unknown rpc code: connection still serves a ping");
 		if (rh.length == DM_HDR_SIZE + 8 + sizeof(dm_rpc_ping_rep))
 		{
 			uint8_t		pr[8 + sizeof(dm_rpc_ping_rep)];
 
-			CHECK(raw_recv(fd, pr, sizeof(pr)) == 0 && pr[8] == 0xAB && pr[15] == 0xAB,
+			CHECK(test_raw_recv(fd, pr, sizeof(pr)) == 0 && pr[8] == 0xAB && pr[15] == 0xAB,
 				  "raw ping echoes its token");
 		}
 		/* PING with a 16-byte argument instead of 8 */
 		rpch.code = DM_RPC_PING;
 		memcpy(rb, &rpch, sizeof(rpch));
 		n = make_frame(buf, DM_MSG_RPC, rb, 24, 11);
-		CHECK(raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+		CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
 			  "ping with a wrong body length: closed");
 	}
 	close(fd);
@@ -464,31 +402,31 @@ test_raw_abuse(void)
 
 		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		{
-			fd = raw_connect();
+			fd = test_raw_connect(mn.port);
 			CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 				  "type 0x%x: hello ok", types[t]);
 			n = make_frame(buf, types[t], body, faa_batch_body(body, chunk + 8), 3);
-			CHECK(raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+			CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
 				  "frame of type 0x%x: closed without a reply", types[t]);
 			close(fd);
 		}
 		/* a request with a non-zero status field */
-		fd = raw_connect();
+		fd = test_raw_connect(mn.port);
 		CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 			  "status field: hello ok");
 		before = read_word(chunk + 8);
 		n = make_frame(buf, DM_MSG_BATCH, body, faa_batch_body(body, chunk + 8), 3);
 		((dm_frame_hdr *) buf)->status = 1;
-		CHECK(raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+		CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
 			  "request with a status set: closed without a reply");
 		close(fd);
 		CHECK(read_word(chunk + 8) == before, "request with a status set: not applied");
 		/* a BATCH with nops 0 */
-		fd = raw_connect();
+		fd = test_raw_connect(mn.port);
 		CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0, "nops 0: hello ok");
 		memset(body, 0, 8);
 		n = make_frame(buf, DM_MSG_BATCH, body, 8, 4);
-		CHECK(raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+		CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
 			  "batch with nops 0: closed");
 		close(fd);
 	}
@@ -499,7 +437,7 @@ test_raw_abuse(void)
 	 * answered in order with their seqs; a frame trickled one byte at a
 	 * time must be executed once complete.
 	 */
-	fd = raw_connect();
+	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "pipeline: hello ok");
 	{
 		static uint8_t pbuf[200 * 40];
@@ -516,14 +454,14 @@ test_raw_abuse(void)
 			memcpy(rb + 8, &token, 8);
 			off += make_frame(pbuf + off, DM_MSG_RPC, rb, 16, 1000 + (uint64_t) i);
 		}
-		CHECK(raw_send(fd, pbuf, off) == 0, "pipeline: 200 pings sent in one write");
+		CHECK(test_raw_send(fd, pbuf, off) == 0, "pipeline: 200 pings sent in one write");
 		for (int i = 0; i < 200 && in_order; i++)
 		{
 			uint8_t		pr[8 + sizeof(dm_rpc_ping_rep)];
 			uint64_t	token;
 
-			if (raw_recv(fd, &rh, sizeof(rh)) < 0 || rh.seq != 1000 + (uint64_t) i || rh.status != DM_OK ||
-				rh.length != DM_HDR_SIZE + sizeof(pr) || raw_recv(fd, pr, sizeof(pr)) < 0)
+			if (test_raw_recv(fd, &rh, sizeof(rh)) < 0 || rh.seq != 1000 + (uint64_t) i || rh.status != DM_OK ||
+				rh.length != DM_HDR_SIZE + sizeof(pr) || test_raw_recv(fd, pr, sizeof(pr)) < 0)
 				in_order = 0;
 			else
 			{
@@ -539,11 +477,11 @@ test_raw_abuse(void)
 		int			sent_ok = 1;
 
 		for (size_t i = 0; i < n && sent_ok; i++)
-			sent_ok = raw_send(fd, buf + i, 1) == 0;
+			sent_ok = test_raw_send(fd, buf + i, 1) == 0;
 		CHECK(sent_ok, "trickle: %zu bytes sent one at a time", n);
 	}
 	memset(&rh, 0, sizeof(rh));
-	CHECK(raw_recv(fd, &rh, sizeof(rh)) == 0 && rh.seq == 4242 && rh.status == DM_OK &&
+	CHECK(test_raw_recv(fd, &rh, sizeof(rh)) == 0 && rh.seq == 4242 && rh.status == DM_OK &&
 		  rh.type == (DM_MSG_BATCH | DM_MSG_REPLY), "trickle: the batch was executed once complete");
 	CHECK(read_word(chunk + 8) == before + 1, "trickle: its FAA applied exactly once");
 	close(fd);
@@ -703,7 +641,7 @@ test_flood(void)
 
 	for (int i = 0; i < FLOOD_CONNS; i++)
 	{
-		fds[i] = raw_connect();
+		fds[i] = test_raw_connect(mn.port);
 		if (fds[i] < 0)
 		{
 			tap_diag("flood: connect %d failed: %s", i, strerror(errno));
@@ -716,7 +654,7 @@ test_flood(void)
 			dm_frame_hdr h;
 
 			dm_hdr_init(&h, DM_MSG_HELLO, DM_HDR_SIZE + sizeof(dm_hello_req), 1);
-			raw_send(fds[i], &h, 12);
+			test_raw_send(fds[i], &h, 12);
 		}
 	}
 	CHECK(opened == FLOOD_CONNS, "flood: %d connections open (%d idle, %d with half a header)",
@@ -883,7 +821,7 @@ test_fuzz(void)
 
 	for (int i = 0; i < FUZZ_FRAMES; i++)
 	{
-		int			fd = raw_connect();
+		int			fd = test_raw_connect(mn.port);
 		size_t		n;
 		dm_frame_hdr rh;
 		dm_hello_rep hr;
@@ -900,12 +838,12 @@ test_fuzz(void)
 		/* sometimes cut the frame short, sometimes send two */
 		if (rnd() % 8 == 0)
 			n = (size_t) (rnd() % n);
-		if (raw_send(fd, buf, n) == 0)
+		if (test_raw_send(fd, buf, n) == 0)
 			sent++;
 		if (rnd() % 8 == 0)
 		{
 			n = fuzz_frame(buf, sizeof(buf));
-			raw_send(fd, buf, n);
+			test_raw_send(fd, buf, n);
 		}
 		/* abortive close half of the time (RST instead of FIN) */
 		if (rnd() % 2)

@@ -15,7 +15,11 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -503,4 +507,68 @@ test_client_connect(int backend, uint32_t flags, int op_timeout_ms, const char *
 		return NULL;
 	}
 	return c;
+}
+
+int
+test_raw_connect(int port)
+{
+	struct sockaddr_in sa;
+	int			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = {.tv_sec = 5,.tv_usec = 0};
+	int			one = 1;
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t) port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* every read is bounded: a test must not hang on a silent memnode */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+	{
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+test_raw_send(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0)
+	{
+		ssize_t		n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t) n;
+	}
+	return 0;
+}
+
+int
+test_raw_recv(int fd, void *buf, size_t len)
+{
+	uint8_t    *p = buf;
+
+	while (len > 0)
+	{
+		ssize_t		n = recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t) n;
+	}
+	return 0;
 }

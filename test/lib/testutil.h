@@ -66,6 +66,16 @@ extern struct dm_client *test_client_connect(int backend, uint32_t flags, int op
 											 const char *name, const char *addr1,
 											 const char *addr2);
 
+/*
+ * Raw tcp to a memnode on 127.0.0.1:port (5 s send/receive timeouts,
+ * TCP_NODELAY), for tests that send what the client library never would;
+ * -1 on failure.  send/recv move exactly len bytes: 0, or -1 on
+ * EOF/error/timeout.
+ */
+extern int	test_raw_connect(int port);
+extern int	test_raw_send(int fd, const void *buf, size_t len);
+extern int	test_raw_recv(int fd, void *buf, size_t len);
+
 /* Monotonic clock in nanoseconds. */
 extern uint64_t now_ns(void);
 
