@@ -845,7 +845,7 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	for (int i = 0; i < n; i++)
 		if (!entry_valid(e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
 			return dm_tree_fail(t, DM_ERR_INVALID, "entries must be valid and strictly ascending (at %d)", i);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && !t->write_any; i++)
 		if (!dm_tree_owns_entry(t, e[i]))
 			return dm_tree_fail(t, DM_ERR_NOTOWNER,
 								"key %llu is outside the key ranges instance %u owns in this tree",

@@ -285,8 +285,28 @@ extern int	dm_tree_partitions_get(dm_tree *t, dm_partition_map *m);
  * makes sure no instance writes keys that change hands meanwhile.
  */
 extern int	dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m);
-/* Re-read the map; if its epoch changed, drop the tree's cached nodes. */
-extern int	dm_tree_partitions_refresh(dm_tree *t);
+/*
+ * Re-read the map if it changed (one 8-byte read when it did not: a new
+ * map is always a new block); if its epoch changed, drop the tree's cached
+ * nodes and set *changed (may be NULL).
+ */
+extern int	dm_tree_partitions_refresh(dm_tree *t, int *changed);
+/* The map as this handle last read it (no remote access). */
+extern void dm_tree_partitions_cached(const dm_tree *t, dm_partition_map *m);
+/* Most ranges a map of this tree can have. */
+extern int	dm_tree_partitions_capacity(const dm_tree *t);
+/* The instance whose range of map m holds key. */
+extern int	dm_tree_map_owner(const dm_partition_map *m, uint64_t key);
+/*
+ * Single-writer mode (PostgreSQL: only the primary writes): writes of keys
+ * this instance does not own are allowed instead of failing with
+ * DM_ERR_NOTOWNER.  The nodes they touch are classified as before (foreign
+ * or shared: written under the remote lock, not kept in the cache), so the
+ * map still decides what this instance caches.  Only safe when no other
+ * instance writes the tree: an owner writes its owned nodes without the
+ * remote lock over tcp, relying on being their only writer.
+ */
+extern void dm_tree_write_any_key(dm_tree *t, int on);
 /*
  * Compare every cached node of this tree with remote memory: an owned node
  * must be identical (write-through), a shared one may only be older.

@@ -53,9 +53,12 @@ struct dm_tree
 	uint64_t	ctag;			/* this tree's tag in the cache */
 	uint32_t	root_frame;		/* hint: the frame that held the root */
 	uint32_t   *hints;			/* child hints of the node fetched last */
-	int			own_enforce;	/* refuse writes of keys not owned */
+	int			own_enforce;	/* classify nodes by the map (and refuse writes of keys not owned) */
+	int			write_any;		/* the only writer: write every key, non-owned ones as foreign */
 	uint32_t	instance;
 	uint64_t	part_epoch;
+	dm_gaddr	part_blk;		/* the map block part_epoch was read from (0: default map) */
+	dm_partition_map map;		/* the whole map as last read */
 	int			nown;			/* owned ranges of entries [own_lo, own_hi), merged */
 	dm_entry	own_lo[DM_PART_MAX];
 	dm_entry	own_hi[DM_PART_MAX];	/* DM_ENTRY_INF: to the end */

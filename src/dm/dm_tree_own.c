@@ -50,8 +50,9 @@ map_capacity(const dm_tree *t)
 	return n < DM_PART_MAX ? n : DM_PART_MAX;
 }
 
-int
-dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
+/* Read the map the meta word points to now; *blk_out: its block (0 = the default map). */
+static int
+read_map(dm_tree *t, dm_partition_map *m, dm_gaddr *blk_out)
 {
 	dm_gaddr	blk;
 	uint64_t   *w;
@@ -59,6 +60,8 @@ dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
 
 	if ((rc = dm_read(t->c, part_word_addr(t), &blk, 8)) != DM_OK)
 		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (blk_out)
+		*blk_out = blk;
 	if (blk == 0)
 	{
 		default_map(m);
@@ -83,6 +86,18 @@ dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
 		dm_tree_fail(t, DM_ERR_CORRUPT, "the partition map of the tree does not validate");
 	free(w);
 	return rc;
+}
+
+int
+dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
+{
+	return read_map(t, m, NULL);
+}
+
+int
+dm_tree_partitions_capacity(const dm_tree *t)
+{
+	return map_capacity(t);
 }
 
 int
@@ -127,8 +142,10 @@ dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m)
 
 /* Turn the map into this instance's owned entry ranges, merging neighbours. */
 static void
-set_owned(dm_tree *t, const dm_partition_map *m)
+set_owned(dm_tree *t, const dm_partition_map *m, dm_gaddr blk)
 {
+	t->map = *m;
+	t->part_blk = blk;
 	t->nown = 0;
 	for (int i = 0; i < m->n; i++)
 	{
@@ -155,12 +172,13 @@ int
 dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
 {
 	dm_partition_map m;
+	dm_gaddr	blk;
 	int			rc;
 
 	t->instance = instance;
-	if ((rc = dm_tree_partitions_get(t, &m)) != DM_OK)
+	if ((rc = read_map(t, &m, &blk)) != DM_OK)
 		return rc;
-	set_owned(t, &m);
+	set_owned(t, &m, blk);
 	t->own_enforce = 1;
 	if (cache && dm_cache_get_policy(cache) != DM_CACHE_OFF && t->node_size <= dm_cache_frame_size(cache))
 	{
@@ -186,21 +204,57 @@ dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
 }
 
 int
-dm_tree_partitions_refresh(dm_tree *t)
+dm_tree_partitions_refresh(dm_tree *t, int *changed)
 {
 	dm_partition_map m;
+	dm_gaddr	blk;
 	int			rc;
 
-	if ((rc = dm_tree_partitions_get(t, &m)) != DM_OK)
+	if (changed)
+		*changed = 0;
+	/* every new map is a new block: an unchanged word is an unchanged map (one 8-byte read) */
+	if ((rc = dm_read(t->c, part_word_addr(t), &blk, 8)) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (blk == t->part_blk && t->own_enforce)
+		return DM_OK;
+	if ((rc = read_map(t, &m, &blk)) != DM_OK)
 		return rc;
-	if (m.epoch != t->part_epoch)
+	if (m.epoch != t->part_epoch || blk != t->part_blk)
 	{
 		/* cached nodes were classified by the old map: owned ones may not be ours now */
-		if (t->cache)
+		if (t->cache && m.epoch != t->part_epoch)
 			dm_cache_invalidate_tree(t->cache, t->ctag);
-		set_owned(t, &m);
+		set_owned(t, &m, blk);
+		if (changed)
+			*changed = 1;
 	}
 	return DM_OK;
+}
+
+void
+dm_tree_partitions_cached(const dm_tree *t, dm_partition_map *m)
+{
+	if (t->own_enforce)
+		*m = t->map;
+	else
+		default_map(m);
+}
+
+int
+dm_tree_map_owner(const dm_partition_map *m, uint64_t key)
+{
+	int			i = m->n - 1;
+
+	/* ranges are ascending from lo[0] = 0: the last one starting at or below key */
+	while (i > 0 && m->lo[i] > key)
+		i--;
+	return (int) m->instance[i];
+}
+
+void
+dm_tree_write_any_key(dm_tree *t, int on)
+{
+	t->write_any = on ? 1 : 0;
 }
 
 int
