@@ -17,10 +17,10 @@
 #define LEASE_END(w) ((uint32_t) (w))
 
 uint32_t
-dm_claim_holder(uint64_t token)
+dm_claim_holder(uint64_t server)
 {
-	/* a 64-bit mix (splitmix64's finaliser), so tokens differing anywhere give different holders */
-	uint64_t	z = token;
+	/* a 64-bit mix (splitmix64's finaliser), so ids differing anywhere give different holders */
+	uint64_t	z = server;
 	uint32_t	h;
 
 	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -65,16 +65,17 @@ fill_state(dm_claim_state *st, uint64_t word, uint64_t token)
 	{
 		st->holder = HOLDER(word);
 		st->lease_end_s = LEASE_END(word);
-		st->token = token;
+		st->run_token = token;
 	}
 }
 
 int
 dm_claim_take(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,
-			  uint64_t token, uint32_t now_s, uint32_t lease_s, dm_claim_state *state)
+			  uint64_t server, uint64_t run_token, uint32_t now_s, uint32_t lease_s,
+			  dm_claim_state *state)
 {
 	dm_tree_info info;
-	uint32_t	me = dm_claim_holder(token);
+	uint32_t	me = dm_claim_holder(server);
 	uint64_t	w, seen, tok = 0;
 	int			rc;
 
@@ -99,10 +100,10 @@ dm_claim_take(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,
 			return rc;
 		if (seen == w)
 		{
-			/* the full token, for diagnostics only: the word decides */
-			if ((rc = dm_write(c, info.meta_addr, &token, 8)) != DM_OK)
+			/* the run's token, for diagnostics only: the word decides */
+			if ((rc = dm_write(c, info.meta_addr, &run_token, 8)) != DM_OK)
 				return rc;
-			fill_state(state, want, token);
+			fill_state(state, want, run_token);
 			return DM_OK;
 		}
 		w = seen;				/* changed under us: judge the new word */
@@ -111,7 +112,7 @@ dm_claim_take(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,
 }
 
 int
-dm_claim_release(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance, uint64_t token)
+dm_claim_release(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance, uint64_t server)
 {
 	dm_tree_info info;
 	uint64_t	w, seen;
@@ -122,7 +123,7 @@ dm_claim_release(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,
 		return DM_OK;
 	if (rc != DM_OK || (rc = dm_read(c, info.root_addr, &w, 8)) != DM_OK)
 		return rc;
-	if (w == 0 || HOLDER(w) != dm_claim_holder(token))
+	if (w == 0 || HOLDER(w) != dm_claim_holder(server))
 		return DM_OK;
 	/* a failed CAS means someone took it over meanwhile: nothing of ours to give back */
 	return dm_cas(c, info.root_addr, w, 0, &seen);

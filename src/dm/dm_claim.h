@@ -11,9 +11,11 @@
  *     holder (high 32 bits, never 0) | lease end in Unix seconds (low 32)
  *
  * changed only by CAS, so taking, renewing, taking over and releasing are
- * each one atomic step.  The holder is a token unique to the running
- * server (32 random bits of it; meta word 0 keeps the full 64-bit token for
- * diagnostics).  Times come from the callers' clocks, which must agree
+ * each one atomic step.  The holder is a 32-bit mix of the server's
+ * identity (`server`: whatever the caller makes unique per server and
+ * stable across its restarts, so a restarted server gets its claim back at
+ * once); meta word 0 keeps the 64-bit token of the run that wrote it last,
+ * for diagnostics.  Times come from the callers' clocks, which must agree
  * within a fraction of the lease.
  */
 #ifndef DM_CLAIM_H
@@ -30,25 +32,26 @@ typedef struct dm_claim_state
 {
 	uint32_t	holder;			/* 0: nobody holds it */
 	uint32_t	lease_end_s;	/* Unix seconds */
-	uint64_t	token;			/* the holder's full token (as last written) */
+	uint64_t	run_token;		/* the token of the holder's run that wrote it last */
 } dm_claim_state;
 
-/* The 32-bit holder value of a 64-bit token (never 0). */
-extern uint32_t dm_claim_holder(uint64_t token);
+/* The 32-bit holder value of a 64-bit server identity (never 0). */
+extern uint32_t dm_claim_holder(uint64_t server);
 
 /*
  * Take or renew the claim of `instance` of cluster `sysid` on memnode
- * `node` for `token`, until now_s + lease_s.  Free, expired (lease end <=
- * now_s) and own claims are taken.  DM_OK on success; DM_ERR_EXISTS when
+ * `node` for server `server` (run `run_token`), until now_s + lease_s.
+ * Free, expired (lease end <= now_s) and own claims are taken.  DM_OK on success; DM_ERR_EXISTS when
  * another holder's lease is still running (*state, which may be NULL,
  * tells whose and until when); a transport status otherwise.
  */
 extern int	dm_claim_take(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,
-						  uint64_t token, uint32_t now_s, uint32_t lease_s, dm_claim_state *state);
+						  uint64_t server, uint64_t run_token, uint32_t now_s, uint32_t lease_s,
+						  dm_claim_state *state);
 
-/* Give the claim up if token holds it (DM_OK also when it does not). */
+/* Give the claim up if server holds it (DM_OK also when it does not). */
 extern int	dm_claim_release(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,
-							 uint64_t token);
+							 uint64_t server);
 
 /* Read the claim (holder 0 when there is none). */
 extern int	dm_claim_get(dm_client *c, uint16_t node, uint64_t sysid, uint32_t instance,

@@ -153,6 +153,8 @@ _PG_init(void)
 							NULL);
 
 	dmindex_cache_init();
+	dmindex_partition_init();
+	dmindex_claim_init();
 	dmindex_gc_worker_init();
 	dmindex_scanpin_init();
 

@@ -37,6 +37,7 @@ typedef struct DmTreeCacheEntry
 	Oid			indexoid;		/* hash key */
 	Oid			relfilenode;
 	uint64		client_generation;
+	TimestampTz map_checked;	/* when the partition map was last looked at */
 	dm_tree    *tree;
 } DmTreeCacheEntry;
 
@@ -69,14 +70,6 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
 					 errdetail("%s", detail),
 					 errhint("REINDEX the index.")));
-			break;
-		case DM_ERR_NOTOWNER:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot write a key of index \"%s\" that this server does not own",
-							RelationGetRelationName(index)),
-					 errdetail("%s.", detail),
-					 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 			break;
 		case DM_ERR_INVALID:
 			ereport(ERROR,
@@ -425,7 +418,12 @@ dmindex_open_tree(Relation index)
 	if (e->tree && e->relfilenode == index->rd_node.relNode &&
 		e->client_generation == dmindex_client_generation() &&
 		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT))
+	{
+		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
+		dmindex_claim_check(client, meta.home);
+		dmindex_partitions_maybe_refresh(index, e->tree, &e->map_checked);
 		return e->tree;
+	}
 	forget_cached(e);
 
 	if (meta.flags & DMINDEX_META_UNLOGGED_INIT)
@@ -485,8 +483,29 @@ dmindex_open_tree(Relation index)
 						RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
 	}
-	/* read through this instance's node cache, writing only the keys it owns */
+	/* another live server with our instance id would cache the same ranges as its own */
+	PG_TRY();
+	{
+		dmindex_claim_check(client, meta.home);
+	}
+	PG_CATCH();
+	{
+		dm_tree_close(e->tree);
+		e->tree = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	/*
+	 * Read through this instance's node cache, which keeps the nodes of the
+	 * ranges the partition map gives this instance.  Only the primary writes
+	 * (PostgreSQL refuses writes during recovery), so it writes every key:
+	 * keys of other instances' ranges go to foreign or shared nodes, under
+	 * the remote lock (dmpartition.c).
+	 */
 	rc = dm_tree_use_cache(e->tree, dmindex_node_cache, (uint32) dmindex_instance_id);
+	dm_tree_write_any_key(e->tree, 1);
+	e->map_checked = GetCurrentTimestamp();
 	if (rc != DM_OK)
 	{
 		dm_tree    *t = e->tree;
