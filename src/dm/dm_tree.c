@@ -228,7 +228,10 @@ void
 dm_tree_close(dm_tree *t)
 {
 	if (t)
+	{
 		free(t->hints);
+		dm_tree_wlog_free(t);
+	}
 	free(t);
 }
 
@@ -384,6 +387,7 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	{
 		t->root = naddr;
 		t->ctr.root_grows++;
+		dm_tree_wlog_add(t, naddr);
 	}
 	else
 	{

@@ -319,6 +319,22 @@ extern int	dm_tree_owns_key(const dm_tree *t, uint64_t key);
 /* Whether it owns every key (the default map, for instance 0). */
 extern int	dm_tree_owns_all(const dm_tree *t);
 
+/*
+ * Write tracking, for caches of other compute instances that learn of this
+ * handle's writes (PostgreSQL: the primary WAL-logs them for its hot
+ * standbys).  With tracking on, every node the handle writes (changed,
+ * new, repaired, a new root) is remembered; dm_tree_written_nodes returns
+ * them sorted without duplicates and starts a new list (the array is the
+ * handle's, valid until its next call).  *overflow is set when more than
+ * DM_TREE_WLOG_MAX were written: the list is then incomplete and the
+ * caller must invalidate the whole tree instead.
+ */
+#define DM_TREE_WLOG_MAX 65536
+extern void dm_tree_track_writes(dm_tree *t, int on);
+extern const dm_gaddr *dm_tree_written_nodes(dm_tree *t, int *n, int *overflow);
+/* The tag this handle's nodes have in a compute-side cache (dm_cache_tree_tag). */
+extern uint64_t dm_tree_cache_tag(const dm_tree *t);
+
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters
 {

@@ -59,6 +59,12 @@ struct dm_tree
 	uint64_t	part_epoch;
 	dm_gaddr	part_blk;		/* the map block part_epoch was read from (0: default map) */
 	dm_partition_map map;		/* the whole map as last read */
+	/* nodes written since the last dm_tree_written_nodes() (dm_tree_track_writes) */
+	int			wlog_on;
+	int			wlog_overflow;	/* more than DM_TREE_WLOG_MAX: the caller invalidates the tree */
+	int			wlog_n;
+	int			wlog_cap;
+	dm_gaddr   *wlog;
 	int			nown;			/* owned ranges of entries [own_lo, own_hi), merged */
 	dm_entry	own_lo[DM_PART_MAX];
 	dm_entry	own_hi[DM_PART_MAX];	/* DM_ENTRY_INF: to the end */
@@ -155,6 +161,10 @@ extern int	dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr);
 extern void dm_tree_alloc_bulk(dm_tree *t, int on);
 /* Memnode for a new node at level, split off a node on memnode `from`. */
 extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
+
+/* dm_tree_wlog.c */
+extern void dm_tree_wlog_add(dm_tree *t, dm_gaddr addr);
+extern void dm_tree_wlog_free(dm_tree *t);
 
 /* dm_tree_own.c */
 extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);

@@ -168,6 +168,26 @@ set_owned(dm_tree *t, const dm_partition_map *m, dm_gaddr blk)
 	t->part_epoch = m->epoch;
 }
 
+/* The home memnode's incarnation as the client sees it (0 if unknown). */
+static uint64_t
+home_incarnation(const dm_tree *t)
+{
+	for (int j = 0; j < dm_client_nnodes(t->c); j++)
+	{
+		dm_node_info ni;
+
+		if (dm_client_node_info(t->c, j, &ni) == DM_OK && ni.node_id == t->home)
+			return ni.incarnation;
+	}
+	return 0;
+}
+
+uint64_t
+dm_tree_cache_tag(const dm_tree *t)
+{
+	return dm_cache_tree_tag(t->info.tree_id, home_incarnation(t));
+}
+
 int
 dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
 {
@@ -182,15 +202,8 @@ dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
 	t->own_enforce = 1;
 	if (cache && dm_cache_get_policy(cache) != DM_CACHE_OFF && t->node_size <= dm_cache_frame_size(cache))
 	{
-		uint64_t	inc = 0;
+		uint64_t	inc = home_incarnation(t);
 
-		for (int j = 0; j < dm_client_nnodes(t->c); j++)
-		{
-			dm_node_info ni;
-
-			if (dm_client_node_info(t->c, j, &ni) == DM_OK && ni.node_id == t->home)
-				inc = ni.incarnation;
-		}
 		if (t->hints == NULL &&
 			(t->hints = malloc(sizeof(uint32_t) * dm_cache_hint_slots(cache))) == NULL)
 			return DM_ERR_NOMEM;
