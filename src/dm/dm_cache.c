@@ -1131,6 +1131,32 @@ dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr)
 }
 
 uint32_t
+dm_cache_invalidate_all(dm_cache *c)
+{
+	uint32_t	used = __atomic_load_n(&c->hwm, __ATOMIC_RELAXED);
+	uint32_t	n = 0;
+
+	__atomic_add_fetch(&c->inval_gen, 1, __ATOMIC_SEQ_CST);
+	if (used > c->nframes)
+		used = c->nframes;
+	for (uint32_t f = 0; f < used; f++)
+	{
+		frame_hdr  *h = FR(c, f);
+
+		/* frames in IO finish or abandon their admission by the generation */
+		frame_lock(h);
+		if (h->state >= FS_HOT)
+		{
+			dm_cache_unlock_drop(c, f);
+			n++;
+		}
+		else
+			frame_unlock(h);
+	}
+	return n;
+}
+
+uint32_t
 dm_cache_invalidate_tree(dm_cache *c, uint64_t tag)
 {
 	uint32_t	used = __atomic_load_n(&c->hwm, __ATOMIC_RELAXED);

@@ -160,6 +160,8 @@ extern uint64_t dm_cache_inval_gen(dm_cache *c);
 extern int	dm_cache_admit_finish_gen(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
 									  uint32_t parent, int slot, uint64_t gen);
 extern uint32_t dm_cache_invalidate_nodes(dm_cache *c, uint64_t tag, const dm_gaddr *addrs, int n);
+/* Bump the generation and drop every frame of every tree; returns frames dropped. */
+extern uint32_t dm_cache_invalidate_all(dm_cache *c);
 /*
  * Put a HOT frame straight into the cooling map: a node admitted only
  * because it was written (writes go through frames) that the admission

@@ -148,6 +148,13 @@ extern void dmindex_partition_init(void);	/* GUCs, from _PG_init */
 /* Re-read the index's partition map if *last_check is older than the interval. */
 extern void dmindex_partitions_maybe_refresh(Relation index, dm_tree *tree, TimestampTz *last_check);
 
+/* dmwal.c */
+extern void dmindex_wal_init(void);	/* the resource manager, shared memory; from _PG_init */
+/* Before a remote write: the first writer after a start logs "drop everything" for standbys. */
+extern void dmindex_wal_before_write(void);
+/* WAL-log the nodes tree wrote since the last call (standbys drop them from their caches). */
+extern void dmindex_wal_log_written(Relation index, dm_tree *tree);
+
 /* dmclaim.c */
 extern int	dmindex_instance_lease;	/* dmindex.instance_lease, seconds */
 extern void dmindex_claim_init(void);	/* GUC, shared memory, keeper worker; from _PG_init */

@@ -155,6 +155,7 @@ _PG_init(void)
 	dmindex_cache_init();
 	dmindex_partition_init();
 	dmindex_claim_init();
+	dmindex_wal_init();
 	dmindex_gc_worker_init();
 	dmindex_scanpin_init();
 

@@ -365,8 +365,12 @@ flush_index(PendingIndex *p, bool at_commit)
 	if (ready > 0)
 	{
 		dm_tree    *tree = dmindex_open_tree(index);
-		int			rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
+		int			rc;
 
+		dmindex_wal_before_write();
+		rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
+		/* before the commit record, also after a failure (nodes may have been written) */
+		dmindex_wal_log_written(index, tree);
 		if (rc != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		memmove(p->entries, p->entries + ready, sizeof(dm_entry) * (p->n - ready));

@@ -505,6 +505,8 @@ dmindex_open_tree(Relation index)
 	 */
 	rc = dm_tree_use_cache(e->tree, dmindex_node_cache, (uint32) dmindex_instance_id);
 	dm_tree_write_any_key(e->tree, 1);
+	/* the nodes written go to the WAL for standbys' caches (dmwal.c) */
+	dm_tree_track_writes(e->tree, 1);
 	e->map_checked = GetCurrentTimestamp();
 	if (rc != DM_OK)
 	{

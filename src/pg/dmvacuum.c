@@ -53,8 +53,12 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		if (ndead == DELETE_BATCH || (rc != 1 && ndead > 0))
 		{
 			int			removed = 0;
-			int			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
+			int			drc;
 
+			dmindex_wal_before_write();
+			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
+			/* before the heap may reuse the tids: standbys drop the leaves first */
+			dmindex_wal_log_written(index, tree);
 			if (drc != DM_OK)
 			{
 				dm_iter_close(it);
