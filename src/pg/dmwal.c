@@ -166,6 +166,13 @@ log_all_once(void)
 	{
 		char		dummy = 0;
 
+		/*
+		 * A promoted standby's cache may hold copies its redo never got the
+		 * invalidation of (records its old primary had not sent): drop it.
+		 */
+		if (dmindex_node_cache)
+			dm_cache_invalidate_all(dmindex_node_cache);
+
 		XLogBeginInsert();
 		XLogRegisterData(&dummy, 1);
 		(void) XLogInsert(DMINDEX_RMGR_ID, XLOG_DMINDEX_ALL);
