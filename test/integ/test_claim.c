@@ -29,18 +29,12 @@
 static dm_client *
 client_for(const memnode_proc *mn, int backend, uint16_t *node)
 {
-	dm_client_opts o;
-	dm_client  *c;
+	dm_client  *c = test_client_connect(backend, 0, 5000, "test_claim", mn->addr, NULL);
+	dm_node_info ni;
 
-	memset(&o, 0, sizeof(o));
-	o.backend = backend;
-	o.op_timeout_ms = 5000;
-	c = dm_client_create(&o);
-	if (c && dm_client_connect(c, mn->addr, node) != DM_OK)
-	{
-		dm_client_destroy(c);
-		return NULL;
-	}
+	/* the memnode's id, for the claim calls */
+	if (c && dm_client_node_info(c, 0, &ni) == DM_OK)
+		*node = ni.node_id;
 	return c;
 }
 
