@@ -10,6 +10,12 @@
  * that memnode's catalog.  A second live server asking for the same id is
  * refused with ERRCODE_OBJECT_IN_USE.
  *
+ * When: the keeper worker claims the id on every configured memnode as
+ * soon as the server starts (so a running primary holds its id before any
+ * standby is made from its backup), and retries where it could not; a
+ * backend also claims on the home memnode of an index it opens if no valid
+ * claim is known there.
+ *
  * Who holds a claim: the server's identity (host name, port and data
  * directory: unique among running servers, as only one postmaster can run
  * on a data directory, and the same across restarts, so a restarted server
@@ -219,7 +225,11 @@ dmindex_claim_check(dm_client *client, uint16 node)
 
 /* ---- the keeper: renews every claim, gives them up at shutdown ---------------------- */
 
-/* One pass over the claims: renew (release = false) or give up (release = true). */
+/*
+ * One pass of the keeper.  release = false: claim the id on every
+ * configured memnode this server has no valid claim on, and renew the
+ * others; release = true (a clean shutdown): give every claim up.
+ */
 static void
 keeper_pass(bool release)
 {
@@ -228,59 +238,66 @@ keeper_pass(bool release)
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	DmTempClient *tc = dmindex_temp_client_create();
 	dm_client  *client = dmindex_temp_client_get(tc);
-	ClaimSlot	mine[MAX_CLAIM_NODES];
-	int			n = 0;
 
-	SpinLockAcquire(&claims->mutex);
-	for (int i = 0; i < MAX_CLAIM_NODES; i++)
-		if (claims->slots[i].used && !claims->slots[i].lost)
-			mine[n++] = claims->slots[i];
-	SpinLockRelease(&claims->mutex);
+	for (int i = 0; i < dmindex_memnode_list->count; i++)
+	{
+		uint16		id;
+		dm_node_info info;
+		dm_claim_state st;
+		ClaimSlot	mine;
+		bool		have;
+		int			rc;
 
-	if (n > 0)
-		for (int i = 0; i < dmindex_memnode_list->count; i++)
+		memset(&mine, 0, sizeof(mine));
+		if (dmindex_connect(client, dmindex_memnode_list->addresses[i], false, &id) != DM_OK ||
+			!dmindex_node_info(client, id, &info))
+			continue;
+		SpinLockAcquire(&claims->mutex);
 		{
-			uint16		id;
-			dm_node_info info;
-			dm_claim_state st;
-			int			rc;
+			ClaimSlot  *s = find_slot(id, false);
 
-			if (dmindex_connect(client, dmindex_memnode_list->addresses[i], false, &id) != DM_OK ||
-				!dmindex_node_info(client, id, &info))
-				continue;
-			for (int j = 0; j < n; j++)
+			have = s != NULL;
+			if (have)
+				mine = *s;
+		}
+		SpinLockRelease(&claims->mutex);
+		if (release)
+		{
+			if (have && !mine.lost && mine.incarnation == info.incarnation)
+				(void) dm_claim_release(client, id, GetSystemIdentifier(),
+										(uint32) dmindex_instance_id, server_identity);
+			continue;
+		}
+		rc = dm_claim_take(client, id, GetSystemIdentifier(), (uint32) dmindex_instance_id,
+						   server_identity, run_token, now_s(),
+						   (uint32) dmindex_instance_lease, &st);
+		if (rc != DM_OK && rc != DM_ERR_EXISTS)
+			continue;			/* unreachable now: next round */
+		SpinLockAcquire(&claims->mutex);
+		{
+			ClaimSlot  *s = find_slot(id, true);
+
+			if (s)
 			{
-				if (mine[j].node != id || mine[j].incarnation != info.incarnation)
-					continue;
-				if (release)
-				{
-					(void) dm_claim_release(client, id, GetSystemIdentifier(),
-											(uint32) dmindex_instance_id, server_identity);
-					continue;
-				}
-				rc = dm_claim_take(client, id, GetSystemIdentifier(), (uint32) dmindex_instance_id,
-								   server_identity, run_token, now_s(),
-								   (uint32) dmindex_instance_lease, &st);
-				SpinLockAcquire(&claims->mutex);
-				{
-					ClaimSlot  *s = find_slot(id, false);
-
-					if (s && s->incarnation == info.incarnation)
-					{
-						if (rc == DM_OK)
-							s->lease_end_s = st.lease_end_s;
-						else if (rc == DM_ERR_EXISTS)
-							s->lost = true;
-					}
-				}
-				SpinLockRelease(&claims->mutex);
-				if (rc == DM_ERR_EXISTS)
-					ereport(WARNING,
-							(errmsg("dmindex instance %d lost its claim on memory node %u to another server",
-									dmindex_instance_id, id),
-							 errdetail("This server did not renew the lease in time; its indexes on that memory node are refused until the other server's lease ends.")));
+				s->incarnation = info.incarnation;
+				s->lost = rc == DM_ERR_EXISTS;
+				if (rc == DM_OK)
+					s->lease_end_s = st.lease_end_s;
 			}
 		}
+		SpinLockRelease(&claims->mutex);
+		/* say so once, when it changes */
+		if (rc == DM_ERR_EXISTS && (!have || !mine.lost))
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("dmindex instance %d is already in use by another server", dmindex_instance_id),
+					 errdetail("Memory node %u holds a claim of instance %d by another server (run %016llx); this server's dmindex indexes on it are refused until it can claim the id.",
+							   id, dmindex_instance_id, (unsigned long long) st.run_token),
+					 errhint("Set a distinct \"dmindex.instance_id\" on each server (a standby made by pg_basebackup copies the primary's).")));
+		else if (rc == DM_OK && have && mine.lost)
+			ereport(LOG,
+					(errmsg("dmindex instance %d claimed on memory node %u", dmindex_instance_id, id)));
+	}
 	dmindex_temp_client_destroy(tc);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
@@ -293,10 +310,12 @@ dmindex_claim_keeper_main(Datum arg)
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
+	/* claim at once, then renew every third of the lease */
 	while (!ShutdownRequestPending)
 	{
 		long		wait_ms = Max(1000L, dmindex_instance_lease * 1000L / 3);
 
+		keeper_pass(false);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 wait_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -305,9 +324,6 @@ dmindex_claim_keeper_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (ShutdownRequestPending)
-			break;
-		keeper_pass(false);
 	}
 	/* a clean shutdown: another server may take the id at once */
 	keeper_pass(true);
