@@ -3,11 +3,15 @@
  * its reply: the versioned handshake, batches of one-sided operations
  * (validated whole before any is applied; a failed guard CAS ends one), and RPCs on the allocator and
  * the catalog.  Nothing here trusts a length or an address from the client.
+ * A batch that changes a region kept in a file is journaled first
+ * (dm_journal.h), so that a memnode killed in the middle of it leaves
+ * nothing half done once a memnode reattaches.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dm_journal.h"
 #include "dm_memops.h"
 #include "memnode.h"
 
@@ -108,6 +112,9 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	uint64_t   *results;
 	uint8_t    *data;
 	int			skip = 0;
+	dm_journal_slot *jslot = NULL;	/* journaling this batch */
+	dm_journal_slot *jused = NULL;	/* the slot this batch marked (ACTIVE or UNLOGGED) */
+	pthread_mutex_t *jlock = NULL;
 
 	if (dm_batch_decode(body, blen, &ops, &nops, &payload, &bad) != DM_OK)
 		return -1;
@@ -141,6 +148,16 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	((dm_batch_hdr *) b)->bad_index = UINT32_MAX;
 	results = (uint64_t *) (b + sizeof(dm_batch_hdr));
 	data = (uint8_t *) (results + nops);
+	if (mn.region.journal != NULL && dm_journal_needed(ops, nops))
+	{
+		uint32_t	k = (uint32_t) mn_worker_id % (uint32_t) mn.region.sb->journal_slots;
+
+		if (mn.journal_locks)
+			pthread_mutex_lock(jlock = &mn.journal_locks[k]);
+		jused = dm_journal_slot_at(&mn.region, k);
+		if (dm_journal_begin(jused, body, blen))
+			jslot = jused;		/* else too big: executed unjournaled (the slot says so) */
+	}
 	for (uint32_t i = 0; i < nops; i++)
 	{
 		uint8_t    *p = mn.region.base + dm_gaddr_offset(ops[i].addr);
@@ -176,7 +193,19 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 				break;
 		}
 		ctr->ops[ops[i].kind]++;
+		if (jslot && !skip)
+			dm_journal_progress(jslot, i + 1);
+		else if (jslot)
+		{
+			/* a failed guard: nothing more will be applied, so nothing to finish */
+			dm_journal_end(jslot);
+			jslot = NULL;
+		}
 	}
+	if (jused)
+		dm_journal_end(jused);
+	if (jlock)
+		pthread_mutex_unlock(jlock);
 	ctr->batches++;
 	return 0;
 }

@@ -1,7 +1,10 @@
 /*
  * main.c — dmindex-memnode: command-line flags, start-up (region, listener,
  * workers), the ready line, the heartbeat that shm clients watch, and clean
- * shutdown on SIGTERM/SIGINT (exit status 0).
+ * shutdown on SIGTERM/SIGINT (exit status 0): stop accepting, let every
+ * worker finish the batches it has received, then mark a region kept in a
+ * file clean so that the next start (of this binary or a newer one of the
+ * same region format) reattaches to it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,6 +66,10 @@ usage(FILE *f)
 			"                           co-located clients map (must run as their user)\n"
 			"  --shm-path PATH          the file to export (default\n"
 			"                           /dev/shm/dmindex-memnode-PORT)\n"
+			"  --region-file PATH       keep the region in this file (any file system, a DAX\n"
+			"                           mount); with --shm it is also the exported file\n"
+			"  --fresh-region           start with an empty region under a new incarnation\n"
+			"                           even if the region file holds an intact one\n"
 			"  --chunk-size SIZE        allocation unit handed to clients (default 8M)\n"
 			"  --catalog-size N         number of trees the catalog holds (default 4096)\n"
 			"  --max-connections N      refuse connections beyond N (default 4096)\n"
@@ -76,9 +83,13 @@ usage(FILE *f)
 			"  --version                show the version and exit\n"
 			"\n"
 			"When ready it prints one line on standard output:\n"
-			"  dmindex-memnode ready id=N listen=HOST:PORT size=BYTES incarnation=HEX shm=PATH|- threads=N\n"
-			"SIGTERM or SIGINT shuts it down cleanly (exit status 0); the region's contents\n"
-			"are lost, and the next start has a new incarnation.\n",
+			"  dmindex-memnode ready id=N listen=HOST:PORT size=BYTES incarnation=HEX shm=PATH|- threads=N region=PATH|- start=fresh|reattached\n"
+			"SIGTERM or SIGINT shuts it down cleanly (exit status 0).  A region in anonymous\n"
+			"memory is lost then, and the next start has a new incarnation.  A region in a\n"
+			"file (--shm, --region-file) stays: the next start on the same file reattaches\n"
+			"to it and keeps its incarnation, after a clean shutdown and after a crash or\n"
+			"kill -9 alike, unless the region is not intact (size, format version or\n"
+			"superblock checksum differ, or the machine restarted while it was in use).\n",
 			DM_NODE_ID_MAX);
 }
 
@@ -144,6 +155,8 @@ parse_args(int argc, char **argv)
 		{"threads", required_argument, NULL, 't'},
 		{"shm", no_argument, NULL, 'S'},
 		{"shm-path", required_argument, NULL, 'P'},
+		{"region-file", required_argument, NULL, 'R'},
+		{"fresh-region", no_argument, NULL, 'F'},
 		{"chunk-size", required_argument, NULL, 'c'},
 		{"catalog-size", required_argument, NULL, 'C'},
 		{"max-connections", required_argument, NULL, 'm'},
@@ -229,6 +242,14 @@ parse_args(int argc, char **argv)
 					die_usage("invalid --shm-path \"%s\": expected an absolute path", optarg);
 				snprintf(c->shm_path, sizeof(c->shm_path), "%s", optarg);
 				break;
+			case 'R':
+				if (strlen(optarg) >= sizeof(c->region_file) || optarg[0] != '/')
+					die_usage("invalid --region-file \"%s\": expected an absolute path", optarg);
+				snprintf(c->region_file, sizeof(c->region_file), "%s", optarg);
+				break;
+			case 'F':
+				c->fresh_region = 1;
+				break;
 			case 'c':
 				if (parse_size(optarg, &c->chunk_size) < 0 || c->chunk_size < DM_CHUNK_MIN ||
 					c->chunk_size % DM_CHUNK_MIN != 0 || c->chunk_size > (UINT64_C(1) << 30))
@@ -277,6 +298,8 @@ parse_args(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument \"%s\"", argv[optind]);
+	if (c->region_file[0] && c->shm_path[0] && strcmp(c->region_file, c->shm_path) != 0)
+		die_usage("--shm-path and --region-file name different files (\"%s\"): give one", c->shm_path);
 }
 
 /* Many clients (every PostgreSQL backend keeps one connection): lift the fd limit. */
@@ -318,23 +341,24 @@ main(int argc, char **argv)
 		return 1;
 	if (mn_region_create() < 0)
 	{
-		mn_region_destroy();
+		mn_region_close(0);
 		return 1;
 	}
 	if (mn_server_start() < 0)
 	{
 		mn_log(LOG_ERROR, "cannot start worker threads");
-		mn_region_destroy();
+		mn_region_close(0);
 		return 1;
 	}
 	mn_log(LOG_INFO, "serving %llu bytes (%llu chunks of %llu bytes) on %s:%d with %d threads%s%s",
 		   (unsigned long long) mn.region.size, (unsigned long long) mn.region.sb->nchunks,
 		   (unsigned long long) mn.region.sb->chunk_size, mn.cfg.listen_host, mn.cfg.listen_port,
 		   mn.cfg.threads, mn.shm_path[0] ? ", exported at " : "", mn.shm_path);
-	printf("dmindex-memnode ready id=%d listen=%s:%d size=%llu incarnation=%016llx shm=%s threads=%d\n",
+	printf("dmindex-memnode ready id=%d listen=%s:%d size=%llu incarnation=%016llx shm=%s threads=%d region=%s start=%s\n",
 		   mn.cfg.node_id, mn.cfg.listen_host, mn.cfg.listen_port,
 		   (unsigned long long) mn.region.size, (unsigned long long) mn.region.sb->incarnation,
-		   mn.shm_path[0] ? mn.shm_path : "-", mn.cfg.threads);
+		   mn.shm_path[0] ? mn.shm_path : "-", mn.cfg.threads,
+		   mn.region_path[0] ? mn.region_path : "-", mn.reattached ? "reattached" : "fresh");
 	fflush(stdout);
 
 	for (;;)
@@ -347,8 +371,9 @@ main(int argc, char **argv)
 			break;
 	}
 	mn_log(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	/* returns once no worker is inside a batch any more */
 	mn_server_stop();
-	mn_region_destroy();
+	mn_region_close(1);
 	mn_log(LOG_INFO, "stopped");
 	return 0;
 }

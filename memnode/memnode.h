@@ -1,8 +1,9 @@
 /*
  * memnode.h — shared declarations of the dmindex-memnode daemon: its
  * configuration, global state, and the functions of its files
- * (main.c flags and lifecycle, region_mem.c region memory, server.c
- * connections, exec.c request execution, log.c logging).
+ * (main.c flags and lifecycle, region_mem.c region memory, region_attach.c
+ * reattaching a region file on restart, server.c connections, exec.c
+ * request execution, log.c logging).
  */
 #ifndef MEMNODE_H
 #define MEMNODE_H
@@ -26,6 +27,8 @@ typedef struct mn_config
 	int			threads;
 	int			shm;
 	char		shm_path[DM_SHM_PATH_LEN];	/* "" = default */
+	char		region_file[DM_SHM_PATH_LEN];	/* "" = none (or the --shm file) */
+	int			fresh_region;	/* never reattach: retire an existing region file */
 	int			max_connections;
 	int			handshake_timeout_ms;	/* also: a frame must complete within this */
 	int			poll_us;		/* keep polling this long after activity before sleeping */
@@ -56,6 +59,9 @@ typedef struct mn_state
 	dm_region	region;
 	void	   *base;			/* region mapping */
 	char		shm_path[DM_SHM_PATH_LEN];	/* "" unless exported */
+	char		region_path[DM_SHM_PATH_LEN];	/* the file the region lives in, "" = anonymous */
+	int			reattached;		/* this start kept the file's region and incarnation */
+	pthread_mutex_t *journal_locks;	/* one per journal slot, when threads share slots */
 	pthread_mutex_t region_lock;	/* catalog and allocator */
 	volatile int stop;
 	int			connections;	/* open now (atomic) */
@@ -70,9 +76,18 @@ extern void mn_log(int level, const char *fmt,...) __attribute__((format(printf,
 /* Like mn_log(LOG_WARN) but at most a few lines per second (hostile input). */
 extern void mn_log_limited(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
-/* region_mem.c */
+/* region_mem.c: obtain (reattach or format) and release the region */
 extern int	mn_region_create(void);
-extern void mn_region_destroy(void);
+/* clean: a shutdown after every batch finished (the next start trusts the journal is idle) */
+extern void mn_region_close(int clean);
+
+/* region_attach.c: deciding whether a region file can be reattached, and doing it */
+extern const char *mn_region_not_intact(void *base, uint64_t file_size, uint64_t want_size);
+extern int	mn_region_reattach(void *base, uint64_t size);
+extern void mn_boot_id(uint64_t out[2]);
+
+/* exec.c runs on worker threads; each has an id (server.c) that picks its journal slot */
+extern __thread int mn_worker_id;
 
 /* server.c */
 extern int	mn_server_listen(void);

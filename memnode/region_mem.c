@@ -1,13 +1,23 @@
 /*
  * region_mem.c — obtaining the memory node's region: anonymous memory, or a
- * shared-memory file that co-located clients map (--shm); optionally huge
- * pages and a NUMA node binding (a CPU-less NUMA node is how a CXL memory
- * expander appears).  Then formatting it with a fresh incarnation.
+ * file — the shared-memory file co-located clients map (--shm, in /dev/shm
+ * by default) or any file given with --region-file (a plain file system, a
+ * DAX mount) — optionally on huge pages and bound to a NUMA node (a
+ * CPU-less NUMA node is how a CXL memory expander appears).
+ *
+ * Anonymous memory dies with the process: every start formats a fresh
+ * region under a new incarnation.  A region in a file outlives the
+ * process, so a start first tries to reattach to it and keep its
+ * incarnation (region_attach.c decides whether it is intact); only if it
+ * is not, or --fresh-region is given, is the old file retired and a fresh
+ * one formatted.  A clean shutdown (mn_region_close) leaves the file in
+ * place, marked clean and written back.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <numa.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -17,11 +27,13 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "dm_journal.h"
 #include "memnode.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
 
-static int	shm_fd = -1;
+static int	region_fd = -1;
+static uint64_t region_bytes;	/* the mapping's length */
 
 static uint64_t
 new_incarnation(void)
@@ -35,25 +47,15 @@ new_incarnation(void)
 }
 
 /*
- * A region file left by a memnode that died without cleaning up may still
- * be mapped by clients.  Mark it REPLACED before unlinking it, so those
- * clients get "memnode restarted" instead of silently using orphaned memory.
+ * Retire a region file we will not reattach: mark it REPLACED before
+ * unlinking it, so clients still mapping it get "memnode restarted" instead
+ * of silently using orphaned memory.  fd is open and flock()ed by us.
  */
-static int
-retire_old_file(const char *path)
+static void
+retire_file(int fd, const char *path)
 {
-	int			fd = open(path, O_RDWR | O_CLOEXEC);
 	struct stat st;
 
-	if (fd < 0)
-		return 0;
-	/* a live memnode holds a lock on its file: never take over a living region */
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-	{
-		mn_log(LOG_ERROR, "region file \"%s\" is in use by another running memnode", path);
-		close(fd);
-		return -1;
-	}
 	if (fstat(fd, &st) == 0 && (size_t) st.st_size >= sizeof(dm_superblock))
 	{
 		dm_superblock *sb = mmap(NULL, sizeof(*sb), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -70,8 +72,6 @@ retire_old_file(const char *path)
 		}
 	}
 	unlink(path);
-	close(fd);
-	return 0;
 }
 
 static int
@@ -82,47 +82,113 @@ hugetlbfs_dir(const char *dir)
 	return statfs(dir, &sfs) == 0 && (unsigned long) sfs.f_type == HUGETLBFS_MAGIC;
 }
 
-static void *
-map_shm(uint64_t size)
+/* Which file the region lives in: --region-file, else the --shm export. */
+static int
+choose_path(void)
 {
-	void	   *base;
-
-	if (mn.cfg.shm_path[0])
-		snprintf(mn.shm_path, sizeof(mn.shm_path), "%s", mn.cfg.shm_path);
+	if (mn.cfg.region_file[0])
+		snprintf(mn.region_path, sizeof(mn.region_path), "%s", mn.cfg.region_file);
+	else if (mn.cfg.shm_path[0])
+		snprintf(mn.region_path, sizeof(mn.region_path), "%s", mn.cfg.shm_path);
 	else if (mn.cfg.hugepages)
 	{
 		if (!hugetlbfs_dir("/dev/hugepages"))
 		{
 			mn_log(LOG_ERROR, "--hugepages on with --shm needs a hugetlbfs mount: /dev/hugepages is not one (give --shm-path on a hugetlbfs mount)");
-			return NULL;
+			return -1;
 		}
-		snprintf(mn.shm_path, sizeof(mn.shm_path), "/dev/hugepages/dmindex-memnode-%d", mn.cfg.listen_port);
+		snprintf(mn.region_path, sizeof(mn.region_path), "/dev/hugepages/dmindex-memnode-%d", mn.cfg.listen_port);
 	}
 	else
-		snprintf(mn.shm_path, sizeof(mn.shm_path), "/dev/shm/dmindex-memnode-%d", mn.cfg.listen_port);
+		snprintf(mn.region_path, sizeof(mn.region_path), "/dev/shm/dmindex-memnode-%d", mn.cfg.listen_port);
+	return 0;
+}
 
-	if (retire_old_file(mn.shm_path) < 0)
+/*
+ * Open an existing region file and reattach to it if it is intact.
+ * Returns the mapping, NULL if there is nothing to reattach (the file is
+ * then retired or absent), or MAP_FAILED on a hard error.
+ */
+static void *
+reattach_file(uint64_t size)
+{
+	struct stat st;
+	void	   *base;
+	const char *why;
+	int			fd = open(mn.region_path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
 	{
-		mn.shm_path[0] = '\0';
+		if (errno != ENOENT)
+		{
+			mn_log(LOG_ERROR, "cannot open region file \"%s\": %s", mn.region_path, strerror(errno));
+			return MAP_FAILED;
+		}
+		mn_log(LOG_INFO, "no region file at \"%s\": starting a fresh region", mn.region_path);
 		return NULL;
 	}
-	shm_fd = open(mn.shm_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (shm_fd < 0 || flock(shm_fd, LOCK_EX | LOCK_NB) < 0)
+	/* a live memnode holds a lock on its file: never take over a living region */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 	{
-		mn_log(LOG_ERROR, "cannot create region file \"%s\": %s", mn.shm_path, strerror(errno));
-		mn.shm_path[0] = '\0';
+		mn_log(LOG_ERROR, "region file \"%s\" is in use by another running memnode", mn.region_path);
+		close(fd);
+		return MAP_FAILED;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	{
+		mn_log(LOG_ERROR, "region file \"%s\" is not a regular file", mn.region_path);
+		close(fd);
+		return MAP_FAILED;
+	}
+	if (mn.cfg.fresh_region)
+	{
+		mn_log(LOG_INFO, "--fresh-region: not reattaching the region in \"%s\"", mn.region_path);
+		retire_file(fd, mn.region_path);
+		close(fd);
 		return NULL;
 	}
-	if (ftruncate(shm_fd, (off_t) size) < 0)
+	base = (uint64_t) st.st_size >= 4096 ?
+		mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+	why = base == MAP_FAILED ? "it is too small to hold a superblock" :
+		mn_region_not_intact(base, (uint64_t) st.st_size, size);
+	if (why == NULL && mn_region_reattach(base, size) < 0)
+		why = "its metadata could not be made consistent";
+	if (why != NULL)
 	{
-		mn_log(LOG_ERROR, "cannot size region file \"%s\" to %llu bytes: %s", mn.shm_path,
+		mn_log(LOG_WARN, "region file \"%s\" cannot be reattached: %s; starting a fresh region under a new incarnation (indexes stored on this memnode must be rebuilt)",
+			   mn.region_path, why);
+		if (base != MAP_FAILED)
+			munmap(base, (size_t) st.st_size);
+		retire_file(fd, mn.region_path);
+		close(fd);
+		return NULL;
+	}
+	region_fd = fd;
+	return base;
+}
+
+/* A new, empty region file of size bytes, mapped. */
+static void *
+create_file(uint64_t size)
+{
+	void	   *base;
+
+	region_fd = open(mn.region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (region_fd < 0 || flock(region_fd, LOCK_EX | LOCK_NB) < 0)
+	{
+		mn_log(LOG_ERROR, "cannot create region file \"%s\": %s", mn.region_path, strerror(errno));
+		return NULL;
+	}
+	if (ftruncate(region_fd, (off_t) size) < 0)
+	{
+		mn_log(LOG_ERROR, "cannot size region file \"%s\" to %llu bytes: %s", mn.region_path,
 			   (unsigned long long) size, strerror(errno));
 		return NULL;
 	}
-	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd, 0);
 	if (base == MAP_FAILED)
 	{
-		mn_log(LOG_ERROR, "cannot map region file \"%s\": %s", mn.shm_path, strerror(errno));
+		mn_log(LOG_ERROR, "cannot map region file \"%s\": %s", mn.region_path, strerror(errno));
 		return NULL;
 	}
 	return base;
@@ -190,11 +256,33 @@ int
 mn_region_create(void)
 {
 	uint64_t	size = mn.cfg.size - mn.cfg.size % DM_REGION_ALIGN;
+	int			in_file = mn.cfg.shm || mn.cfg.region_file[0];
+	uint32_t	slots = 0;
 	int			rc;
 
+	region_bytes = size;
 	if (check_numa() < 0)
 		return -1;
-	mn.base = mn.cfg.shm ? map_shm(size) : map_anon(size);
+	if (in_file)
+	{
+		if (choose_path() < 0)
+			return -1;
+		mn.base = reattach_file(size);
+		if (mn.base == MAP_FAILED)
+		{
+			mn.base = NULL;
+			mn.region_path[0] = '\0';
+			return -1;
+		}
+		if (mn.base == NULL && (mn.base = create_file(size)) == NULL)
+			return -1;
+		if (mn.cfg.shm)
+			snprintf(mn.shm_path, sizeof(mn.shm_path), "%s", mn.region_path);
+		/* one journal slot per worker: only a region that outlives us needs one */
+		slots = mn.cfg.threads > DM_JOURNAL_MAX_SLOTS ? DM_JOURNAL_MAX_SLOTS : (uint32_t) mn.cfg.threads;
+	}
+	else
+		mn.base = map_anon(size);
 	if (mn.base == NULL)
 		return -1;
 	/* bind before the first touch, or the pages land wherever we run */
@@ -203,31 +291,77 @@ mn_region_create(void)
 		numa_tonode_memory(mn.base, size, mn.cfg.numa_node);
 		mn_log(LOG_INFO, "region bound to NUMA node %d", mn.cfg.numa_node);
 	}
-	rc = dm_region_format(&mn.region, mn.base, size, (uint16_t) mn.cfg.node_id,
-						  mn.cfg.chunk_size, mn.cfg.catalog_capacity,
-						  new_incarnation(), mn_unix_ns());
-	if (rc != DM_OK)
+	if (!mn.reattached)
 	{
-		mn_log(LOG_ERROR, "cannot lay out a region of %llu bytes with %llu-byte chunks and %u catalog entries: %s",
-			   (unsigned long long) size, (unsigned long long) mn.cfg.chunk_size,
-			   mn.cfg.catalog_capacity, dm_strerror(rc));
-		return -1;
+		uint64_t	boot[2];
+
+		rc = dm_region_format(&mn.region, mn.base, size, (uint16_t) mn.cfg.node_id,
+							  mn.cfg.chunk_size, mn.cfg.catalog_capacity, slots,
+							  new_incarnation(), mn_unix_ns());
+		if (rc != DM_OK)
+		{
+			mn_log(LOG_ERROR, "cannot lay out a region of %llu bytes with %llu-byte chunks and %u catalog entries: %s",
+				   (unsigned long long) size, (unsigned long long) mn.cfg.chunk_size,
+				   mn.cfg.catalog_capacity, dm_strerror(rc));
+			return -1;
+		}
+		mn_boot_id(boot);
+		mn.region.sb->boot_id[0] = boot[0];
+		mn.region.sb->boot_id[1] = boot[1];
+		mn.region.sb->heartbeat_ns = mn_mono_ns();
 	}
-	mn.region.sb->heartbeat_ns = mn_mono_ns();
+	else if (mn.region.sb->chunk_size != mn.cfg.chunk_size ||
+			 mn.region.sb->catalog_capacity != mn.cfg.catalog_capacity)
+		mn_log(LOG_INFO, "keeping the region's layout (%llu-byte chunks, %llu catalog entries): --chunk-size and --catalog-size apply to fresh regions",
+			   (unsigned long long) mn.region.sb->chunk_size,
+			   (unsigned long long) mn.region.sb->catalog_capacity);
+	/* more workers than the region has journal slots: they share them */
+	if (mn.region.sb->journal_slots > 0 && (uint64_t) mn.cfg.threads > mn.region.sb->journal_slots)
+	{
+		mn.journal_locks = calloc(mn.region.sb->journal_slots, sizeof(pthread_mutex_t));
+		if (mn.journal_locks == NULL)
+			return -1;
+		for (uint64_t k = 0; k < mn.region.sb->journal_slots; k++)
+			pthread_mutex_init(&mn.journal_locks[k], NULL);
+	}
 	return 0;
 }
 
 void
-mn_region_destroy(void)
+mn_region_close(int clean)
 {
+	dm_superblock *sb = mn.region.sb;
+
 	if (mn.base == NULL)
 		return;
-	/* shm clients see DEAD at their next operation */
-	__atomic_store_n(&mn.region.sb->state, DM_SB_DEAD, __ATOMIC_RELEASE);
-	if (mn.shm_path[0])
-		unlink(mn.shm_path);
-	munmap(mn.base, mn.region.size);
-	if (shm_fd >= 0)
-		close(shm_fd);
+	if (sb != NULL)
+	{
+		/* shm clients see DEAD at their next operation */
+		__atomic_store_n(&sb->state, DM_SB_DEAD, __ATOMIC_RELEASE);
+		if (mn.region_path[0] && clean)
+		{
+			/*
+			 * shm clients store into the region themselves and look at the
+			 * state once per batch: give a batch begun before DEAD time to
+			 * end before the region is written back and called clean.
+			 */
+			if (mn.shm_path[0])
+				usleep(100 * 1000);
+			/*
+			 * Every worker has stopped, so no batch is half done: say so, and
+			 * write the region back, so that even a restart of the machine
+			 * (for a file on a disk or a DAX mount) finds it intact.
+			 */
+			__atomic_store_n(&sb->clean, DM_SB_CLEAN, __ATOMIC_RELEASE);
+			if (msync(mn.base, mn.region.size, MS_SYNC) < 0 || fsync(region_fd) < 0)
+				mn_log(LOG_WARN, "cannot write back region file \"%s\": %s", mn.region_path, strerror(errno));
+			mn_log(LOG_INFO, "region file \"%s\" kept for the next start (incarnation %016llx, shut down cleanly)",
+				   mn.region_path, (unsigned long long) sb->incarnation);
+		}
+	}
+	munmap(mn.base, region_bytes);
+	if (region_fd >= 0)
+		close(region_fd);
+	region_fd = -1;
 	mn.base = NULL;
 }

@@ -57,6 +57,7 @@ typedef struct mn_worker
 } mn_worker;
 
 static int	listen_fd = -1;
+__thread int mn_worker_id;		/* picks the worker's journal slot (exec.c) */
 static pthread_t listener;
 static mn_worker *workers;
 
@@ -329,6 +330,7 @@ worker_main(void *arg)
 
 	uint64_t	poll_until = 0;
 
+	mn_worker_id = w->id;
 	while (!mn.stop)
 	{
 		/*

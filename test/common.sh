@@ -50,6 +50,8 @@ stop_memnode() {
     for _ in $(seq 1 50); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.1; done
     pkill -KILL -u "$DM_USER" -f "dmindex-memnode --listen 127.0.0.1:$port" 2>/dev/null || true
     rm -f "$pidf"
+    # a --shm region file outlives its memnode (a restart would reattach): a test's goes with it
+    rm -f "/dev/shm/dmindex-memnode-$port"
 }
 
 # start_pg DATADIR PORT [extra postgresql.conf lines...]: initdb + start,
@@ -111,7 +113,7 @@ run_regress_suite() {
     cp -r "$@" "$work/"
     cp "$schedule" "$work/schedule"
     chown -R "$DM_USER" "$work"
-    if ! start_memnode "$work" "$mport" --size 256M --shm --chunk-size 1M; then
+    if ! start_memnode "$work" "$mport" --size 256M --shm --chunk-size 1M --fresh-region; then
         suite_failed=1
         return
     fi

@@ -5,6 +5,7 @@
  * backend in dm_shm.c.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -280,6 +281,31 @@ dm_client_accept_incarnation(dm_client *c, uint16_t node_id)
 		return dm_fail(c, NULL, DM_ERR_NOTFOUND, "no connection to memnode id %u", node_id);
 	cn->incarnation = 0;		/* accept whatever the memnode has now */
 	return conn_open(c, cn);
+}
+
+int
+dm_client_check(dm_client *c, uint16_t node_id)
+{
+	dm_conn    *cn = conn_by_node(c, node_id);
+	struct pollfd p;
+
+	if (cn == NULL)
+		return DM_ERR_NOTFOUND;
+	if (cn->status != DM_OK)
+		return cn->status;
+	/*
+	 * No request is outstanding between operations (a caller that gave up
+	 * on a reply broke the connection), so anything readable is the
+	 * memnode hanging up.
+	 */
+	p.fd = cn->fd;
+	p.events = POLLIN;	/* EOF reads as readable; POLLHUP and POLLERR always count */
+	p.revents = 0;
+	if (cn->fd >= 0 && poll(&p, 1, 0) > 0 && p.revents != 0)
+		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+	if (cn->backend == DM_BACKEND_SHM)
+		return dm_shm_check(c, cn);
+	return DM_OK;
 }
 
 int

@@ -13,9 +13,11 @@
  * gives a one-line detail (which memnode, what happened) for messages.
  * After a transport error a connection is "broken": its ops fail at once
  * with the same code until dm_client_reconnect().  A memnode that comes back
- * with another incarnation is reported as DM_ERR_INCARNATION and stays so:
- * the data that was there is gone, and only the caller can decide what that
- * means (the access method tells the user to REINDEX).
+ * with the same incarnation (it reattached to its region file, which kept
+ * every tree) is simply reconnected to.  One that comes back with another
+ * incarnation is reported as DM_ERR_INCARNATION and stays so: the data that
+ * was there is gone, and only the caller can decide what that means (the
+ * access method tells the user to REINDEX).
  */
 #ifndef DM_CLIENT_H
 #define DM_CLIENT_H
@@ -106,6 +108,17 @@ extern int	dm_client_connect(dm_client *c, const char *hostport, uint16_t *node_
  */
 extern int	dm_client_reconnect(dm_client *c, uint16_t node_id);
 extern int	dm_client_accept_incarnation(dm_client *c, uint16_t node_id);
+
+/*
+ * Between operations: is the connection to memnode node_id still sound?
+ * Notices a memnode that went away since the last operation — its socket
+ * hung up (it was restarted), or over shm its region says it shut down or
+ * shows no heartbeat — and breaks the connection, so that the caller
+ * reconnects before its next operation instead of failing it.  Costs a
+ * zero-timeout poll(), no round trip.  Returns the connection's status
+ * (DM_ERR_NOTFOUND if there is none).
+ */
+extern int	dm_client_check(dm_client *c, uint16_t node_id);
 
 extern int	dm_client_nnodes(const dm_client *c);
 /* 1 if ops on memnode node_id run in this process (shm backend), else 0. */

@@ -65,6 +65,8 @@ extern int	dm_shm_map(dm_client *c, dm_conn *cn);
 extern void dm_shm_unmap(dm_conn *cn);
 /* Validate then execute ops (indexes cn->idx) on the mapping. */
 extern int	dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
+/* Is the memnode behind a mapped region alive and still the same?  Breaks cn if not. */
+extern int	dm_shm_check(dm_client *c, dm_conn *cn);
 
 /* dm_client.c */
 extern int	dm_fail(dm_client *c, dm_conn *cn, int status, const char *fmt,...)

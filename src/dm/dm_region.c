@@ -1,25 +1,17 @@
 /*
  * dm_region.c — a memory node's region: layout, chunk allocator, tree
  * catalog and the bounds checks of one-sided operations (see dm_region.h).
+ * What a reattaching memnode repairs is in dm_region_recover.c.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "dm_region.h"
+#include "dm_region_int.h"
 
 _Static_assert(sizeof(dm_superblock) <= 4096, "superblock fits its page");
 _Static_assert(sizeof(dm_cat_entry) == DM_CAT_ENTRY_SIZE, "catalog entry size");
 _Static_assert(sizeof(dm_chunk_desc) == 32, "chunk descriptor size");
-
-/*
- * Tree ids carry the catalog slot in their low bits so chunk bookkeeping
- * finds the owning entry without scanning, the memnode id in bits 48..62 so
- * ids are unique across memnodes (a tree's chunks may live on several), and
- * a sequence in between so a reused slot never reuses an id.
- */
-#define SLOT_BITS 20
-#define SLOT_MASK ((UINT64_C(1) << SLOT_BITS) - 1)
-#define SEQ_MASK ((UINT64_C(1) << (DM_OFFSET_BITS - SLOT_BITS)) - 1)
-#define CATALOG_MAX ((uint32_t) SLOT_MASK)
 
 static uint64_t
 round_up(uint64_t v, uint64_t a)
@@ -28,15 +20,18 @@ round_up(uint64_t v, uint64_t a)
 }
 
 static void
-compute_layout(dm_superblock *sb, uint64_t size, uint64_t chunk_size, uint32_t catalog_capacity)
+compute_layout(dm_superblock *sb, uint64_t size, uint64_t chunk_size, uint32_t catalog_capacity,
+			   uint32_t journal_slots)
 {
 	uint64_t	guess = size / chunk_size;
 
 	sb->chunk_table_off = 4096;
 	sb->catalog_off = round_up(sb->chunk_table_off + guess * sizeof(dm_chunk_desc), 4096);
 	sb->catalog_capacity = catalog_capacity;
-	sb->data_off = round_up(sb->catalog_off + (uint64_t) catalog_capacity * DM_CAT_ENTRY_SIZE,
-							DM_REGION_ALIGN);
+	sb->journal_off = round_up(sb->catalog_off + (uint64_t) catalog_capacity * DM_CAT_ENTRY_SIZE, 4096);
+	sb->journal_slots = journal_slots;
+	sb->journal_slot_size = DM_JOURNAL_SLOT_SIZE;
+	sb->data_off = round_up(sb->journal_off + journal_slots * DM_JOURNAL_SLOT_SIZE, DM_REGION_ALIGN);
 	sb->nchunks = sb->data_off < size ? (size - sb->data_off) / chunk_size : 0;
 }
 
@@ -48,19 +43,49 @@ region_bind(dm_region *r, void *base, uint64_t size)
 	r->sb = (dm_superblock *) base;
 	r->chunks = (dm_chunk_desc *) (r->base + r->sb->chunk_table_off);
 	r->catalog = (dm_cat_entry *) (r->base + r->sb->catalog_off);
+	r->journal = r->sb->journal_slots ? r->base + r->sb->journal_off : NULL;
 	r->node_id = (uint16_t) r->sb->node_id;
+}
+
+/* FNV-1a over bytes [from, to) of the superblock, continuing from h. */
+static uint64_t
+hash_range(uint64_t h, const dm_superblock *sb, size_t from, size_t to)
+{
+	const uint8_t *p = (const uint8_t *) sb;
+
+	for (size_t i = from; i < to; i++)
+	{
+		h ^= p[i];
+		h *= UINT64_C(0x100000001B3);
+	}
+	return h;
+}
+
+/*
+ * The words that never change after format: identity, layout, incarnation.
+ * A flipped bit there would make a memnode serve the wrong layout or claim
+ * an incarnation it does not hold, so a mismatch means "not intact".
+ */
+uint64_t
+dm_region_sb_checksum(const dm_superblock *sb)
+{
+	uint64_t	h = UINT64_C(0xCBF29CE484222325);
+
+	h = hash_range(h, sb, 0, offsetof(dm_superblock, state));
+	h = hash_range(h, sb, offsetof(dm_superblock, journal_off), offsetof(dm_superblock, sb_checksum));
+	return h;
 }
 
 int
 dm_region_format(dm_region *r, void *base, uint64_t size, uint16_t node_id,
-				 uint64_t chunk_size, uint32_t catalog_capacity,
+				 uint64_t chunk_size, uint32_t catalog_capacity, uint32_t journal_slots,
 				 uint64_t incarnation, uint64_t now_unix_ns)
 {
 	dm_superblock sb;
 
 	if (base == NULL || ((uintptr_t) base & 4095) != 0 || node_id > DM_NODE_ID_MAX)
 		return DM_ERR_INVALID;
-	if (catalog_capacity == 0 || catalog_capacity > CATALOG_MAX)
+	if (catalog_capacity == 0 || catalog_capacity > CATALOG_MAX || journal_slots > DM_JOURNAL_MAX_SLOTS)
 		return DM_ERR_INVALID;
 	if (chunk_size < DM_CHUNK_MIN || size > DM_OFFSET_MASK)
 		return DM_ERR_INVALID;
@@ -68,7 +93,7 @@ dm_region_format(dm_region *r, void *base, uint64_t size, uint16_t node_id,
 	size -= size % DM_REGION_ALIGN;
 
 	memset(&sb, 0, sizeof(sb));
-	compute_layout(&sb, size, chunk_size, catalog_capacity);
+	compute_layout(&sb, size, chunk_size, catalog_capacity, journal_slots);
 	if (sb.nchunks == 0)
 		return DM_ERR_INVALID;
 	sb.magic = DM_SB_MAGIC;
@@ -80,6 +105,9 @@ dm_region_format(dm_region *r, void *base, uint64_t size, uint16_t node_id,
 	sb.created_unix_ns = now_unix_ns;
 	sb.state = DM_SB_LIVE;
 	sb.next_tree_seq = 1;
+	sb.attach_count = 1;
+	sb.attach_unix_ns = now_unix_ns;
+	sb.sb_checksum = dm_region_sb_checksum(&sb);
 
 	/* metadata only: the data area is zeroed chunk by chunk on allocation */
 	memset(base, 0, sb.data_off);
@@ -102,12 +130,17 @@ dm_region_attach(dm_region *r, void *base, uint64_t size)
 		return DM_ERR_VERSION;
 	if (sb->region_size != size || sb->node_id > DM_NODE_ID_MAX ||
 		sb->chunk_size < DM_CHUNK_MIN || sb->chunk_size % DM_CHUNK_MIN != 0 ||
-		sb->catalog_capacity == 0 || sb->catalog_capacity > CATALOG_MAX)
+		sb->catalog_capacity == 0 || sb->catalog_capacity > CATALOG_MAX ||
+		sb->journal_slots > DM_JOURNAL_MAX_SLOTS || sb->journal_slot_size != DM_JOURNAL_SLOT_SIZE)
+		return DM_ERR_CORRUPT;
+	if (sb->sb_checksum != dm_region_sb_checksum(sb))
 		return DM_ERR_CORRUPT;
 	/* the layout is a function of these fields: recompute, don't trust */
 	memset(&expect, 0, sizeof(expect));
-	compute_layout(&expect, sb->region_size, sb->chunk_size, (uint32_t) sb->catalog_capacity);
+	compute_layout(&expect, sb->region_size, sb->chunk_size, (uint32_t) sb->catalog_capacity,
+				   (uint32_t) sb->journal_slots);
 	if (expect.chunk_table_off != sb->chunk_table_off || expect.catalog_off != sb->catalog_off ||
+		expect.journal_off != sb->journal_off ||
 		expect.data_off != sb->data_off || expect.nchunks != sb->nchunks || sb->nchunks == 0)
 		return DM_ERR_CORRUPT;
 	region_bind(r, base, size);
@@ -115,8 +148,8 @@ dm_region_attach(dm_region *r, void *base, uint64_t size)
 }
 
 /* The live catalog entry of a tree id, or NULL (id from another memnode, dropped...). */
-static dm_cat_entry *
-entry_of_tree(dm_region *r, uint64_t tree_id)
+dm_cat_entry *
+dm_region_entry_of_tree(dm_region *r, uint64_t tree_id)
 {
 	uint64_t	slot = tree_id & SLOT_MASK;
 
@@ -155,7 +188,7 @@ dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns, uint64
 		r->chunks[i].free_head = 0;
 		r->sb->chunks_used++;
 		r->sb->next_free_hint = i + 1;
-		if ((e = entry_of_tree(r, owner)) != NULL)
+		if ((e = dm_region_entry_of_tree(r, owner)) != NULL)
 			e->chunks++;
 		*offset = off;
 		return DM_OK;
@@ -163,10 +196,10 @@ dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns, uint64
 	return DM_ERR_NOSPACE;
 }
 
-static void
-release_chunk(dm_region *r, uint64_t i)
+void
+dm_region_release_chunk(dm_region *r, uint64_t i)
 {
-	dm_cat_entry *e = entry_of_tree(r, r->chunks[i].owner);
+	dm_cat_entry *e = dm_region_entry_of_tree(r, r->chunks[i].owner);
 
 	if (e != NULL && e->chunks > 0)
 		e->chunks--;
@@ -228,8 +261,8 @@ load_range(dm_region *r, uint64_t i, uint64_t off, uint64_t min, dm_free_range *
  * list is dropped if `repair` (its bytes stay allocated to the owner) and
  * reported as 0; ranges are at least DM_SLAB_ALIGN apart, which bounds it.
  */
-static int
-walk_list(dm_region *r, uint64_t i, int repair, uint64_t *free_bytes, uint64_t *last,
+int
+dm_region_walk_list(dm_region *r, uint64_t i, int repair, uint64_t *free_bytes, uint64_t *last,
 		  uint64_t *before_last)
 {
 	uint64_t	off = r->chunks[i].free_head,
@@ -283,7 +316,7 @@ take_returned(dm_region *r, uint64_t i, uint64_t size, uint64_t *offset)
 				min = 0;
 	dm_free_range f;
 
-	if (!walk_list(r, i, 1, NULL, NULL, NULL))
+	if (!dm_region_walk_list(r, i, 1, NULL, NULL, NULL))
 		return 0;
 	for (uint64_t off = r->chunks[i].free_head; off != 0; prev = off, min = off + f.size, off = f.next)
 	{
@@ -364,7 +397,7 @@ dm_region_slab_free(dm_region *r, uint64_t owner, uint64_t offset, uint64_t size
 	start = chunk_start(r, i);
 	if (d->owner != owner || offset + size > start + d->used)
 		return DM_ERR_INVALID;
-	(void) walk_list(r, i, 1, NULL, NULL, NULL);
+	(void) dm_region_walk_list(r, i, 1, NULL, NULL, NULL);
 
 	/* prev: the last range below offset; next: the first one at or above */
 	for (next = d->free_head; next != 0;)
@@ -401,19 +434,25 @@ dm_region_slab_free(dm_region *r, uint64_t owner, uint64_t offset, uint64_t size
 	}
 	if (next != 0 && cur + size == next)
 	{
-		range_at(r, cur)->size = size + nf.size;
+		/*
+		 * Link past the next range before growing over it: killed in
+		 * between, the memnode leaves a valid list that merely leaks that
+		 * range, not one whose link points inside a range (dropped whole).
+		 */
 		range_at(r, cur)->next = nf.next;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		range_at(r, cur)->size = size + nf.size;
 	}
 
 	/* the last range, if it ends at the bump pointer, lowers it instead */
-	if (walk_list(r, i, 1, NULL, &last, &before_last) && last != 0 &&
+	if (dm_region_walk_list(r, i, 1, NULL, &last, &before_last) && last != 0 &&
 		last + range_at(r, last)->size == start + d->used)
 	{
 		*link_after(r, i, before_last) = 0;
 		d->used = last - start;
 	}
 	if (d->used == 0)
-		release_chunk(r, i);
+		dm_region_release_chunk(r, i);
 	return DM_OK;
 }
 
@@ -427,7 +466,7 @@ dm_region_bytes_in_use(dm_region *r)
 		{
 			uint64_t	free_bytes;
 
-			(void) walk_list(r, i, 0, &free_bytes, NULL, NULL);
+			(void) dm_region_walk_list(r, i, 0, &free_bytes, NULL, NULL);
 			total += r->chunks[i].used - free_bytes;
 		}
 	return total;
@@ -445,7 +484,7 @@ dm_region_chunk_free(dm_region *r, uint64_t offset)
 		return DM_ERR_RANGE;
 	if (r->chunks[i].owner == 0)
 		return DM_ERR_NOTFOUND;
-	release_chunk(r, i);
+	dm_region_release_chunk(r, i);
 	return DM_OK;
 }
 
@@ -459,7 +498,7 @@ dm_region_chunk_free_owner(dm_region *r, uint64_t owner)
 	for (uint64_t i = 0; i < r->sb->nchunks; i++)
 		if (r->chunks[i].owner == owner)
 		{
-			release_chunk(r, i);
+			dm_region_release_chunk(r, i);
 			freed++;
 		}
 	return freed;
@@ -605,8 +644,13 @@ dm_region_cat_drop(dm_region *r, const dm_tree_name *name, uint64_t *chunks_free
 		return DM_ERR_NOTFOUND;
 	e = &r->catalog[slot];
 	id = e->tree_id;
-	*chunks_freed = dm_region_chunk_free_owner(r, id);
+	/*
+	 * Unpublish first, then free: a memnode killed in between leaves chunks
+	 * owned by a tree id no entry has, which the next attach frees
+	 * (dm_region_recover), never a listed tree whose chunks are gone.
+	 */
 	__atomic_store_n(&e->tree_id, 0, __ATOMIC_RELEASE);
+	*chunks_freed = dm_region_chunk_free_owner(r, id);
 	memset(e, 0, sizeof(*e));
 	r->sb->trees--;
 	return DM_OK;

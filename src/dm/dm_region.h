@@ -9,7 +9,19 @@
  *   0                 superblock (dm_superblock), one 4 KiB page
  *   chunk_table_off   nchunks dm_chunk_desc (owner tree id per chunk)
  *   catalog_off       catalog_capacity dm_cat_entry (256 B each)
+ *   journal_off       journal_slots batch journal slots (dm_journal.h),
+ *                     DM_JOURNAL_SLOT_SIZE each; 0 slots for a region that
+ *                     cannot outlive its memnode (anonymous memory)
  *   data_off          nchunks chunks of chunk_size bytes, 2 MiB aligned
+ *
+ * A region kept in a file outlives its memnode process; a memnode started
+ * again on that file reattaches to it (memnode/region_mem.c) when the
+ * superblock is intact: magic, format version and sb_checksum, which covers
+ * every word that fixes the layout and the incarnation.  Everything else
+ * in the superblock is either recomputed on reattach (chunks_used, trees,
+ * next_tree_seq: dm_region_recover.c) or only a hint.  Why each piece of
+ * memnode metadata is safe against the memnode being killed between any
+ * two of its stores is in dm_region_recover.c.
  *
  * Clients may READ anywhere in the region; they may WRITE and use atomics
  * only on the data area and on the first 64 bytes of each catalog entry
@@ -26,7 +38,7 @@
 #include "dm_types.h"
 
 #define DM_SB_MAGIC			UINT64_C(0x31584544494D4444)	/* "DDMIDEX1" */
-#define DM_FORMAT_VERSION	1
+#define DM_FORMAT_VERSION	2	/* 2: journal, superblock checksum, clean flag */
 #define DM_REGION_ALIGN		(UINT64_C(2) << 20)
 #define DM_CHUNK_MIN		(UINT64_C(64) << 10)
 #define DM_CAT_ENTRY_SIZE	256
@@ -35,6 +47,9 @@
 #define DM_SB_LIVE			UINT64_C(0x4C495645)	/* "LIVE" */
 #define DM_SB_DEAD			UINT64_C(0x44454144)	/* "DEAD": memnode shut down */
 #define DM_SB_REPLACED		UINT64_C(0x5245504C)	/* "REPL": a new memnode took over */
+#define DM_SB_RECOVERING	UINT64_C(0x52435652)	/* "RCVR": a memnode is reattaching */
+
+#define DM_SB_CLEAN			UINT64_C(0x4E41454C43)	/* "CLEAN": shut down cleanly */
 
 typedef struct dm_superblock
 {
@@ -57,6 +72,16 @@ typedef struct dm_superblock
 	uint64_t	trees;
 	uint64_t	next_tree_seq;
 	uint64_t	next_free_hint;	/* where the chunk allocator starts looking */
+	/* format 2: fixed at format time, covered by sb_checksum */
+	uint64_t	journal_off;
+	uint64_t	journal_slots;
+	uint64_t	journal_slot_size;
+	uint64_t	sb_checksum;	/* dm_region_sb_checksum() */
+	/* format 2: kept by the memnode across its restarts */
+	uint64_t	clean;			/* DM_SB_CLEAN after a clean shutdown, 0 while a memnode runs */
+	uint64_t	boot_id[2];		/* the machine's boot the region was last attached in */
+	uint64_t	attach_count;	/* memnode starts on this region (1 = the one that formatted it) */
+	uint64_t	attach_unix_ns;	/* when the last one started */
 } dm_superblock;
 
 typedef struct dm_chunk_desc
@@ -108,21 +133,51 @@ typedef struct dm_region
 	dm_superblock *sb;
 	dm_chunk_desc *chunks;
 	dm_cat_entry *catalog;
+	uint8_t    *journal;		/* journal_slots slots, or NULL */
 	uint16_t	node_id;
 } dm_region;
 
+#define DM_JOURNAL_SLOT_SIZE	(UINT64_C(1) << 20)
+#define DM_JOURNAL_MAX_SLOTS	256
+
 /*
- * Lay out a fresh region over base[0..size): superblock, empty chunk table
- * and catalog.  size and chunk_size are rounded as the layout requires;
- * DM_ERR_INVALID if no chunk fits.
+ * Lay out a fresh region over base[0..size): superblock, empty chunk table,
+ * catalog and journal_slots empty journal slots (0: none).  size and
+ * chunk_size are rounded as the layout requires; DM_ERR_INVALID if no chunk
+ * fits.
  */
 extern int	dm_region_format(dm_region *r, void *base, uint64_t size,
 							 uint16_t node_id, uint64_t chunk_size,
-							 uint32_t catalog_capacity, uint64_t incarnation,
-							 uint64_t now_unix_ns);
+							 uint32_t catalog_capacity, uint32_t journal_slots,
+							 uint64_t incarnation, uint64_t now_unix_ns);
 
-/* Attach to an already formatted region, validating its superblock. */
+/*
+ * Attach to an already formatted region, validating its superblock: magic
+ * (else DM_ERR_CORRUPT), format version (DM_ERR_VERSION), checksum, size
+ * and layout (DM_ERR_CORRUPT).
+ */
 extern int	dm_region_attach(dm_region *r, void *base, uint64_t size);
+
+/* The checksum of the superblock's fixed words (layout and incarnation). */
+extern uint64_t dm_region_sb_checksum(const dm_superblock *sb);
+
+/*
+ * Make the memnode-owned metadata of a region a memnode was killed on
+ * consistent again (dm_region_recover.c says why each fix is enough):
+ * counters recomputed, free lists checked, chunks no live tree owns freed.
+ * Runs on every reattach, before any client is served.  What it changed is
+ * counted in *out (may be NULL).
+ */
+typedef struct dm_region_recovery
+{
+	uint64_t	chunks_orphaned;	/* owned by a tree id no catalog entry has: freed */
+	uint64_t	chunks_unused;	/* owned with nothing carved (alloc cut short): freed */
+	uint64_t	chunks_cleared;	/* free descriptors with stale fields: zeroed */
+	uint64_t	lists_dropped;	/* damaged returned-range lists (their bytes leak to the owner) */
+	uint64_t	counters_fixed;	/* chunks_used, trees, per-tree chunk counts, next_tree_seq */
+	uint64_t	entries_bad;	/* catalog entries that cannot be valid: region not usable */
+} dm_region_recovery;
+extern int	dm_region_recover(dm_region *r, dm_region_recovery *out);
 
 /* Chunk allocator: chunks are zeroed when handed out. */
 extern int	dm_region_chunk_alloc(dm_region *r, uint64_t owner, uint64_t now_unix_ns,

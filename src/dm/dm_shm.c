@@ -5,9 +5,12 @@
  * The memnode is not involved in these operations, so the client itself
  * enforces what the memnode would: bounds (the same dm_region_check_op),
  * all-or-nothing batches (a failed guard CAS ends one, as there), and liveness — the superblock tells whether the
- * memnode is alive (heartbeat), shut down (DEAD) or replaced by a new
- * incarnation (REPLACED), so a dead memnode is an error, not silent use of
- * an orphaned mapping.
+ * memnode is alive (heartbeat), shut down (DEAD), reattaching to the region
+ * after a restart (RECOVERING) or replaced by a new incarnation (REPLACED),
+ * so a dead memnode is an error, not silent use of an orphaned mapping.  A
+ * memnode that restarts on the same region file keeps its incarnation:
+ * the mapping (the same file) stays valid, and a connection broken by the
+ * restart is simply reopened (dm_client_check, dm_client_reconnect).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +93,8 @@ check_alive(dm_client *c, dm_conn *cn)
 
 	if (state == DM_SB_REPLACED || sb->incarnation != cn->incarnation)
 		return dm_fail(c, cn, DM_ERR_INCARNATION, "memnode was restarted: region contents are gone");
+	if (state == DM_SB_RECOVERING)
+		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode is reattaching to its region");
 	if (state != DM_SB_LIVE)
 		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
 	/*
@@ -102,6 +107,12 @@ check_alive(dm_client *c, dm_conn *cn)
 		return dm_fail(c, cn, DM_ERR_TIMEOUT, "memnode has not shown a heartbeat for %llu ms",
 					   (unsigned long long) ((now - hb) / 1000000u));
 	return DM_OK;
+}
+
+int
+dm_shm_check(dm_client *c, dm_conn *cn)
+{
+	return check_alive(c, cn);
 }
 
 int

@@ -32,7 +32,9 @@
  * do is waste its own write.
  *
  * Torn nodes (writers killed mid-write over shm).  A memnode executes a
- * tcp batch whole, but a shm client stores the words itself: killed between
+ * tcp batch whole (and one killed in the middle of a batch finishes it from
+ * its journal when it reattaches: dm_journal.h), but a shm client stores
+ * the words itself: killed between
  * its guard and its last store, it leaves the node DIRTY for good.  So a
  * handle writing over shm first copies the node's full new image into its
  * own redo slot (one node it allocates per memnode, written in

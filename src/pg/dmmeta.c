@@ -9,9 +9,11 @@
  * always build a new tree; dmgc.c frees the trees nothing refers to.
  *
  * The metapage also records each memnode's incarnation at build time.  A
- * memnode that restarted has an empty region under a new incarnation, so
- * the index has lost its data: that is reported as ERRCODE_INDEX_CORRUPTED
- * with a hint to REINDEX, never answered with wrong rows.
+ * memnode restarted on its region file keeps its incarnation and every
+ * tree: the backend just reconnects.  One that restarted with an empty
+ * region has a new incarnation, so the index has lost its data: that is
+ * reported as ERRCODE_INDEX_CORRUPTED with a hint to REINDEX, never
+ * answered with wrong rows.
  */
 #include "postgres.h"
 
@@ -390,6 +392,22 @@ dmindex_forget_cached_tree(Relation index)
 		forget_cached(e);
 }
 
+/*
+ * Are the connections to the index's memnodes still sound?  A memnode that
+ * was restarted since this backend last used it (its region reattached,
+ * same incarnation) has closed our connection: noticing it here, before
+ * the statement's first operation, makes the slow path below reconnect, so
+ * the restart costs the session nothing.
+ */
+static bool
+memnodes_sound(dm_client *client, const DmMetaPageData *meta)
+{
+	for (int i = 0; i < meta->nmemnodes; i++)
+		if (dm_client_check(client, meta->memnodes[i]) != DM_OK)
+			return false;
+	return true;
+}
+
 dm_tree *
 dmindex_open_tree(Relation index)
 {
@@ -417,7 +435,8 @@ dmindex_open_tree(Relation index)
 	dmindex_read_meta(index, &meta);
 	if (e->tree && e->relfilenode == index->rd_node.relNode &&
 		e->client_generation == dmindex_client_generation() &&
-		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT))
+		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
+		memnodes_sound(client, &meta))
 	{
 		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
 		dmindex_claim_check(client, meta.home);

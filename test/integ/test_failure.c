@@ -5,12 +5,14 @@
  *       broken (fails fast) until dm_client_reconnect (same incarnation);
  *   (b) kill -9: the next tcp op fails with CLOSED, also when the memnode
  *       dies while the op is waiting for its reply;
- *   (c) restart on the same port: DM_ERR_INCARNATION until the new
- *       incarnation is accepted, and the old data is gone;
+ *   (c) restart on the same port (anonymous memory: nothing to reattach):
+ *       DM_ERR_INCARNATION until the new incarnation is accepted, and the
+ *       old data is gone;
  *   (d) shm: a dead memnode is detected by its heartbeat within
- *       op_timeout, a replaced one by the REPLACED mark, a cleanly stopped
- *       one by DEAD;
- *   (e) SIGTERM exits with status 0 (and removes the shm file);
+ *       op_timeout, a replaced one (restarted with --fresh-region) by the
+ *       REPLACED mark, a cleanly stopped one by DEAD;
+ *   (e) SIGTERM exits with status 0 (and keeps the region file, which a
+ *       restart reattaches: test_reattach.c);
  *   (f) nothing listening / a peer that never answers the handshake ->
  *       DM_ERR_CONNECT within the connect timeout.
  * Only 127.0.0.1 is ever used.
@@ -243,6 +245,8 @@ static void
 test_shm(void)
 {
 	const char *const args[] = {"--id", "5", "--size", "64M", "--chunk-size", "1M", "--shm", NULL};
+	const char *const fresh_args[] = {"--id", "5", "--size", "64M", "--chunk-size", "1M", "--shm",
+	"--fresh-region", NULL};
 	memnode_proc mn,
 				mn2;
 	dm_client  *c1 = new_client(DM_BACKEND_SHM, OP_TIMEOUT_MS),
@@ -273,6 +277,7 @@ test_shm(void)
 	CHECK(dm_read(c2, chunk, &v, 8) == DM_OK && v == 1, "shm: c2 sees c1's FAA");
 
 	/* (d) SIGKILL: no heartbeat any more; ops fail within about op_timeout */
+	mn.keep_region = 1;
 	memnode_stop(&mn, SIGKILL);
 	t0 = now_ns();
 	n = 0;
@@ -292,8 +297,8 @@ test_shm(void)
 	CHECK(access(old_path, F_OK) == 0, "shm kill -9: the region file is left behind");
 	/* c2 has done nothing since; the dead memnode's file is still mapped */
 
-	/* restart on the same port: the old file is retired (REPLACED) */
-	if (!CHECK(memnode_start(&mn2, port, args) == 0, "shm: restart on the same port"))
+	/* restart with --fresh-region on the same port: the old file is retired (REPLACED) */
+	if (!CHECK(memnode_start(&mn2, port, fresh_args) == 0, "shm: restart on the same port with --fresh-region"))
 		goto out;
 	CHECK(mn2.incarnation != old_inc && strcmp(mn2.shm_path, old_path) == 0,
 		  "shm restart: new incarnation, same path %s", mn2.shm_path);
@@ -311,10 +316,11 @@ test_shm(void)
 	CHECK(dm_read(c1, chunk, &v, 8) == DM_OK && v == 0, "shm restart: old data gone");
 	CHECK_STATUS(dm_faa(c1, chunk, 5, NULL), DM_OK, "shm restart: FAA on the new region");
 
-	/* (e) SIGTERM: DEAD in the superblock, the file removed, exit status 0 */
+	/* (e) SIGTERM: DEAD in the superblock, the file kept for the next start, exit status 0 */
+	mn2.keep_region = 1;
 	rc = memnode_stop(&mn2, SIGTERM);
 	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "shm SIGTERM: exit status 0");
-	CHECK(access(old_path, F_OK) != 0, "shm SIGTERM: region file removed");
+	CHECK(access(old_path, F_OK) == 0, "shm SIGTERM: region file kept");
 	t0 = now_ns();
 	rc = dm_read(c1, chunk, &v, 8);
 	CHECK_STATUS(rc, DM_ERR_CLOSED, "shm SIGTERM: next op reports CLOSED (memnode shut down)");
@@ -322,7 +328,7 @@ test_shm(void)
 out:
 	dm_client_destroy(c1);
 	dm_client_destroy(c2);
-	/* a SIGKILLed memnode's file, if the restart failed */
+	/* the region file, kept by the stops above */
 	if (access(old_path, F_OK) == 0 && (mn2.pid == 0))
 		unlink(old_path);
 }

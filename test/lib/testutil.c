@@ -129,7 +129,7 @@ typedef struct started_memnode
 {
 	pid_t		pid;
 	int			out_fd;
-	char		shm_path[128];
+	char		shm_path[128];	/* its region file (--shm or --region-file): removed with it */
 } started_memnode;
 
 static started_memnode started[MAX_MEMNODES];
@@ -150,7 +150,7 @@ kill_all_memnodes(void)
 			continue;
 		kill(started[i].pid, SIGKILL);
 		waitpid(started[i].pid, NULL, 0);
-		/* A SIGKILLed memnode cannot remove its shm file itself. */
+		/* region files outlive their memnode: the test's are removed with it */
 		if (started[i].shm_path[0] == '/')
 			unlink(started[i].shm_path);
 		started[i].pid = 0;
@@ -268,8 +268,14 @@ memnode_start(memnode_proc *mp, int port, const char *const *extra_args)
 	argv[argc++] = bin;
 	argv[argc++] = "--listen";
 	argv[argc++] = listen;
-	while (extra_args && *extra_args && argc < 62)
+	while (extra_args && *extra_args && argc < 61)
 		argv[argc++] = *extra_args++;
+	/*
+	 * A first start on a new port never wants a region file some earlier,
+	 * killed test left under that port's name; a restart (port given) may.
+	 */
+	if (port == 0)
+		argv[argc++] = "--fresh-region";
 	argv[argc] = NULL;
 
 	/* CLOEXEC so that other memnodes and exec'd children don't hold it. */
@@ -372,6 +378,12 @@ memnode_start(memnode_proc *mp, int port, const char *const *extra_args)
 		snprintf(mp->shm_path, sizeof(mp->shm_path), "%s", val);
 		snprintf(slot->shm_path, sizeof(slot->shm_path), "%s", val);
 	}
+	if (ready_field(line, "region", val, sizeof(val)) == 0 && strcmp(val, "-") != 0)
+	{
+		snprintf(mp->region_path, sizeof(mp->region_path), "%s", val);
+		snprintf(slot->shm_path, sizeof(slot->shm_path), "%s", val);
+	}
+	mp->reattached = ready_field(line, "start", val, sizeof(val)) == 0 && strcmp(val, "reattached") == 0;
 	snprintf(mp->addr, sizeof(mp->addr), "127.0.0.1:%d", mp->port);
 	mp->pid = pid;
 	return 0;
@@ -430,6 +442,9 @@ memnode_stop(memnode_proc *mp, int sig)
 	if (slot)
 	{
 		close(slot->out_fd);
+		/* the region file outlives the memnode: gone with it unless a restart wants it */
+		if (!mp->keep_region && slot->shm_path[0] == '/')
+			unlink(slot->shm_path);
 		slot->pid = 0;
 	}
 	mp->pid = 0;

@@ -30,7 +30,10 @@ typedef struct memnode_proc
 	int			port;
 	char		addr[64];		/* "127.0.0.1:PORT" */
 	char		shm_path[128];	/* "" unless started with --shm */
+	char		region_path[128];	/* its region file (--shm or --region-file), else "" */
 	uint64_t	incarnation;
+	int			reattached;		/* the ready line said start=reattached */
+	int			keep_region;	/* set it to have memnode_stop leave the region file */
 } memnode_proc;
 
 /*
@@ -39,10 +42,16 @@ typedef struct memnode_proc
  * "--listen 127.0.0.1:PORT" (port 0 = ephemeral unless given) plus the
  * extra arguments (NULL-terminated list), wait up to 10 s for its ready
  * line and parse it.  Returns 0 on success, -1 on failure (diagnostic
- * printed).  The process is in its own process group.
+ * printed).  The process is in its own process group.  With port 0 it also
+ * gets --fresh-region (a region file left under that port's name by an
+ * earlier test is not reattached); a restart on a given port reattaches.
  */
 extern int	memnode_start(memnode_proc *mp, int port, const char *const *extra_args);
-/* Send sig (SIGTERM, SIGKILL) and reap; returns the exit status as from waitpid. */
+/*
+ * Send sig (SIGTERM, SIGKILL) and reap; returns the exit status as from
+ * waitpid.  The region file is removed too, unless mp->keep_region is set
+ * (a test that restarts the memnode on it and removes it itself).
+ */
 extern int	memnode_stop(memnode_proc *mp, int sig);
 
 /* ---- clients ------------------------------------------------------------- */

@@ -5,7 +5,8 @@
 # A memnode runs as the same OS user as the test (and so as the cluster),
 # which its --shm export needs: the backends map the region file it creates.
 # Every memnode started here is killed when the test script exits, whatever
-# happens, so no server outlives a test.
+# happens, so no server outlives a test, and its region file (which outlives
+# a memnode on purpose: a restart reattaches to it) is removed then.
 
 package DmindexTest;
 
@@ -25,7 +26,7 @@ our @EXPORT = qw(start_memnode restart_memnode kill_memnode stop_memnode
 
 # memnodes still running, by pid (value: their region file): killed at exit
 my %running;
-# region files of killed memnodes: removed at exit
+# region files of stopped or killed memnodes: removed at exit
 my %region_files;
 
 # A test killed by a signal (e.g. run-tap-tests.sh's timeout) still runs the
@@ -39,13 +40,18 @@ sub memnode_binary
 }
 
 # start_memnode(port => P, args => [...]): start a memnode listening on
-# 127.0.0.1:P (a free port by default) and wait for its ready line.  Returns
-# a hash: pid, port, address, incarnation, shm, ready (the whole line), args.
+# 127.0.0.1:P (a free port, and a fresh region, by default) and wait for its
+# ready line.  Returns
+# a hash: pid, port, address, incarnation, shm, region (its region file or
+# '-'), start ('fresh' or 'reattached'), ready (the whole line), args.
 sub start_memnode
 {
 	my (%p) = @_;
 	my $port = $p{port} // PostgreSQL::Test::Cluster::get_free_port();
 	my @args = @{ $p{args} // [ '--size', '256M', '--shm', '--chunk-size', '1M' ] };
+	# a first start on a new port must not reattach a region file an earlier,
+	# killed test left under that port's name; a restart (port given) may
+	my @fresh = defined $p{port} ? () : ('--fresh-region');
 	my $dir = $PostgreSQL::Test::Utils::tmp_check;
 	my $out = "$dir/memnode-$port.out";
 	my $log = "$dir/memnode-$port.log";
@@ -61,7 +67,7 @@ sub start_memnode
 		{
 			open(STDOUT, '>', $out) or POSIX::_exit(126);
 			open(STDERR, '>>', $log) or POSIX::_exit(126);
-			exec(memnode_binary(), '--listen', "127.0.0.1:$port", @args)
+			exec(memnode_binary(), '--listen', "127.0.0.1:$port", @args, @fresh)
 			  or POSIX::_exit(127);
 		}
 		while (time() < $deadline)
@@ -78,7 +84,10 @@ sub start_memnode
 					args    => \@args);
 				($mn{incarnation}) = $ready =~ /incarnation=(\S+)/;
 				($mn{shm})         = $ready =~ /shm=(\S+)/;
-				$running{$pid} = $mn{shm};
+				($mn{region})      = $ready =~ /region=(\S+)/;
+				($mn{start})       = $ready =~ /start=(\S+)/;
+				$mn{region} //= $mn{shm};
+				$running{$pid} = $mn{region};
 				note "memnode started: $ready (pid $pid)";
 				return \%mn;
 			}
@@ -124,16 +133,16 @@ sub _reap
 	return undef;
 }
 
-# SIGKILL: the memnode loses its region (a crash).  Returns the wait status.
-# Its region file stays, as after a real crash: a memnode started on the same
-# port marks it REPLACED (so that backends still mapping it notice) and
-# removes it; otherwise the END block does.
+# SIGKILL (a crash).  Returns the wait status.  Its region file stays, as
+# after a real crash: a memnode started on it reattaches (restart_memnode),
+# or with --fresh-region marks it REPLACED (so that backends still mapping it
+# notice) and replaces it; the END block removes it.
 sub kill_memnode
 {
 	my ($mn) = @_;
 	kill 'KILL', $mn->{pid};
 	my $status = _reap($mn, 30);
-	$region_files{ $mn->{shm} } = 1 if $mn->{shm} && $mn->{shm} ne '-';
+	$region_files{ $mn->{region} } = 1 if $mn->{region} && $mn->{region} ne '-';
 	return $status;
 }
 
@@ -144,20 +153,26 @@ sub stop_memnode
 	my ($mn) = @_;
 	kill 'TERM', $mn->{pid};
 	my $status = _reap($mn, 30);
+	$region_files{ $mn->{region} } = 1 if $mn->{region} && $mn->{region} ne '-';
 	if (!defined $status)
 	{
 		kill_memnode($mn);
-		unlink $mn->{shm} if $mn->{shm} && $mn->{shm} ne '-';
 		return undef;
 	}
 	return $status;
 }
 
-# The same memnode, started again on the same port with the same flags.
+# The same memnode, started again on the same port with the same flags: it
+# reattaches to its region file if it has one and it is intact.  With
+# fresh => 1 it is given --fresh-region (a new, empty region).
 sub restart_memnode
 {
-	my ($mn) = @_;
-	return start_memnode(port => $mn->{port}, args => $mn->{args});
+	my ($mn, %p) = @_;
+	my @args = @{ $mn->{args} };
+	my $mn2 = start_memnode(port => $mn->{port},
+		args => [ @args, $p{fresh} ? ('--fresh-region') : () ]);
+	$mn2->{args} = \@args;
+	return $mn2;
 }
 
 # A cluster whose dmindex.memnodes lists the given memnodes, started, with

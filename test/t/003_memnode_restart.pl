@@ -1,7 +1,11 @@
-# 003_memnode_restart.pl — losing a memory node (DESIGN.md §8).
+# 003_memnode_restart.pl — losing a memory node's data (DESIGN.md §8).
 #
-# A memnode keeps its region only in memory: killed (SIGKILL) and started
-# again on the same port, it comes back empty under a new incarnation.
+# A memnode restarted on its region file reattaches it and loses nothing
+# (018_memnode_durable.pl).  But a region can still be lost: a machine
+# restart empties /dev/shm, a damaged superblock or another --size is not
+# reattached, an operator starts with --fresh-region.  Here the memnode is
+# killed (SIGKILL) and started again on the same port with --fresh-region:
+# it comes back empty under a new incarnation.
 # Why: an index built before then has lost its data, and must say so —
 # every use (scans of each kind, inserts, dmindex_check), from new sessions
 # and from a session that used the index before the restart, fails with
@@ -57,7 +61,8 @@ is($old_session2->query("$indexscan SELECT count(*) FROM t2 WHERE k < 100"),
 
 my $status = kill_memnode($mn);
 ok(defined $status && ($status & 127) == 9, 'the memnode was killed by SIGKILL');
-my $mn2 = restart_memnode($mn);
+my $mn2 = restart_memnode($mn, fresh => 1);
+is($mn2->{start}, 'fresh', 'restarted with --fresh-region, it does not reattach its region file');
 isnt($mn2->{incarnation}, $mn->{incarnation},
 	"the restarted memnode has a new incarnation ($mn->{incarnation} -> $mn2->{incarnation})");
 is( $node->safe_psql('postgres',

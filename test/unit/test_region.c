@@ -38,7 +38,7 @@ fresh(dm_region *r)
 	 * hugepage or shm file is not), and alloc must zero what it hands out.
 	 */
 	memset(base, 0xCC, REGION_SIZE);
-	return dm_region_format(r, base, REGION_SIZE, NODE_ID, CHUNK_SIZE, CAT_CAP,
+	return dm_region_format(r, base, REGION_SIZE, NODE_ID, CHUNK_SIZE, CAT_CAP, 0,
 							INCARNATION, 1000);
 }
 
@@ -83,15 +83,15 @@ test_format_attach(void)
 			 (unsigned long long) sb->data_off, (unsigned long long) sb->nchunks);
 
 	/* Invalid format arguments. */
-	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, 4096, CAT_CAP, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, 4096, CAT_CAP, 0, 1, 0),
 				 DM_ERR_INVALID, "chunk size below DM_CHUNK_MIN refused");
-	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, CHUNK_SIZE, 0, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, CHUNK_SIZE, 0, 0, 1, 0),
 				 DM_ERR_INVALID, "catalog capacity 0 refused");
-	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, DM_NODE_ID_MAX + 1, CHUNK_SIZE, CAT_CAP, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, DM_NODE_ID_MAX + 1, CHUNK_SIZE, CAT_CAP, 0, 1, 0),
 				 DM_ERR_INVALID, "node id > 15 bits refused");
-	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, REGION_SIZE, CAT_CAP, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, REGION_SIZE, CAT_CAP, 0, 1, 0),
 				 DM_ERR_INVALID, "chunk size = region size (no chunk fits) refused");
-	CHECK_STATUS(dm_region_format(&r2, base + 8, REGION_SIZE - 4096, NODE_ID, CHUNK_SIZE, CAT_CAP, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base + 8, REGION_SIZE - 4096, NODE_ID, CHUNK_SIZE, CAT_CAP, 0, 1, 0),
 				 DM_ERR_INVALID, "misaligned base refused");
 	/* The refused formats must not have touched the formatted region. */
 	CHECK(sb->magic == DM_SB_MAGIC && sb->incarnation == INCARNATION, "refused format left region intact");
@@ -130,12 +130,12 @@ test_format_attach(void)
 	CHECK_STATUS(dm_region_attach(&r2, base, REGION_SIZE), DM_OK, "attach works again once repaired");
 
 	/* Size not a multiple of 2 MiB is rounded down. */
-	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE - 12345, NODE_ID, CHUNK_SIZE, CAT_CAP, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE - 12345, NODE_ID, CHUNK_SIZE, CAT_CAP, 0, 1, 0),
 				 DM_OK, "format of an unaligned size");
 	CHECK(r2.size == REGION_SIZE - DM_REGION_ALIGN && r2.sb->region_size == r2.size,
 		  "size rounded down to 2 MiB (%llu)", (unsigned long long) r2.size);
 	/* Chunk size is rounded up to a multiple of DM_CHUNK_MIN. */
-	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, DM_CHUNK_MIN + 1, CAT_CAP, 1, 0),
+	CHECK_STATUS(dm_region_format(&r2, base, REGION_SIZE, NODE_ID, DM_CHUNK_MIN + 1, CAT_CAP, 0, 1, 0),
 				 DM_OK, "format with chunk size 64 KiB + 1");
 	CHECK(r2.sb->chunk_size == 2 * DM_CHUNK_MIN, "chunk size rounded up to 128 KiB");
 }
