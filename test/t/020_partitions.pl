@@ -321,8 +321,9 @@ for (1 .. 60)
 	}
 	sleep 0.5;
 }
-# the keeper renews every third of the lease: at the crash 2/3 to all of the 10 s were left
-ok($took >= 6 && $took < 20,
+# the keeper renews every third of the lease: at the crash 2/3 to all of the
+# 10 s were left (lease ends are whole seconds: up to 1 s less)
+ok($took >= 5 && $took < 20,
 	sprintf('standby3 took instance 1 over once the lease ran out (%.1f s after the crash)', $took));
 is(sql($s3, 'postgres', "SELECT string_agg(instance::text, ',') FROM dmindex_partitions('t_k_dm') WHERE local"),
 	'1', 'standby3 now serves instance 1\'s range');
