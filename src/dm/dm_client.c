@@ -342,6 +342,12 @@ dm_client_node_info(const dm_client *c, int idx, dm_node_info *out)
 	return DM_OK;
 }
 
+int
+dm_client_op_timeout(const dm_client *c)
+{
+	return c->opts.op_timeout_ms;
+}
+
 void
 dm_client_counters(const dm_client *c, int node_id, dm_counters *out)
 {

@@ -30,6 +30,7 @@ dm_strerror(int status)
 		case DM_ERR_CORRUPT: return "data failed validation";
 		case DM_ERR_INTERNAL: return "internal error";
 		case DM_ERR_NOTOWNER: return "key outside this instance's partition";
+		case DM_ERR_REPLICA: return "tree handle is read-only (replica)";
 	}
 	return "unknown error";
 }

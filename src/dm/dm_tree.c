@@ -240,6 +240,8 @@ dm_tree_destroy(dm_tree *t)
 {
 	int			rc;
 
+	if ((rc = dm_tree_writable(t, "free the tree")) != DM_OK)
+		return rc;
 	/* other memnodes first: if one fails, the catalog entry remains for a retry */
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] != t->home &&
@@ -312,6 +314,8 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	uint64_t	old;
 	int			n = 0, rc = DM_OK;
 
+	if ((rc = dm_tree_writable(t, "grow the root")) != DM_OK)
+		goto out;
 	if (nb == NULL || cur == NULL)
 	{
 		rc = dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
@@ -842,6 +846,8 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 
 	if (changed)
 		*changed = 0;
+	if ((rc = dm_tree_writable(t, del ? "delete entries" : "insert entries")) != DM_OK)
+		return rc;
 	if (n < 0)
 		return DM_ERR_INVALID;
 	if (n == 0)

@@ -335,6 +335,50 @@ extern const dm_gaddr *dm_tree_written_nodes(dm_tree *t, int *n, int *overflow);
 /* The tag this handle's nodes have in a compute-side cache (dm_cache_tree_tag). */
 extern uint64_t dm_tree_cache_tag(const dm_tree *t);
 
+/*
+ * Read-only replica handles (DESIGN.md §7).  A handle in replica mode reads
+ * the tree like any other (lookups, scans, verify, statistics) but never
+ * changes remote memory: every write, CAS, lock, node grant or redo-slot
+ * allocation, free, lock takeover or repair is refused with
+ * DM_ERR_REPLICA before anything is sent.  A node found mid-write (DIRTY)
+ * is read again until the client's op timeout, then DM_ERR_TIMEOUT: the
+ * writer's side repairs a node whose writer died, a replica never does.
+ * Through a cache, a replica keeps no leaf (unless coherent, below) and
+ * treats every inner node as shared (possibly stale: descents correct
+ * themselves by fences).  Set the mode right after opening, before the
+ * handle is used.
+ */
+extern void dm_tree_set_replica(dm_tree *t, int on);
+/*
+ * A replica whose cache is told of every remote write of the tree before
+ * it can matter (dm_cache_invalidate_nodes; PostgreSQL: the primary's WAL,
+ * src/pg/dmwal.c) keeps the leaves of its own key ranges too.
+ */
+extern void dm_tree_set_replica_coherent(dm_tree *t, int on);
+extern int	dm_tree_is_replica(const dm_tree *t);
+/*
+ * Whether the catalog still holds this very tree (DM_OK) or not
+ * (DM_ERR_NOTFOUND: dropped, perhaps its slot reused): tells a replica
+ * whose reads fail validation that its writer freed the tree under it.
+ */
+extern int	dm_tree_check_exists(dm_tree *t);
+
+/*
+ * The removal horizon: a per-tree 64-bit word in the catalog entry (meta
+ * word 8), zero at creation, that a writer raises (monotonic maximum)
+ * before it deletes entries that readers elsewhere might still need; what
+ * the value means is the caller's (the access method stores a full
+ * transaction id).  dm_tree_horizon_raise returns only once the new value
+ * is stored, so a delete issued after it can only be observed by a read
+ * that comes after the horizon changed.  A replica handle reads the word
+ * after every node read (same batch when on the same memnode) and
+ * dm_tree_horizon_seen() gives the largest value it has read: a reader
+ * that read a leaf after a delete has seen the horizon raised before it.
+ */
+extern int	dm_tree_horizon_raise(dm_tree *t, uint64_t horizon);
+extern int	dm_tree_horizon_get(dm_tree *t, uint64_t *horizon);
+extern uint64_t dm_tree_horizon_seen(const dm_tree *t);
+
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters
 {

@@ -61,7 +61,10 @@ int
 dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr)
 {
 	dm_slab    *s = slab_of(t, memnode);
+	int			wrc;
 
+	if ((wrc = dm_tree_writable(t, "allocate a node")) != DM_OK)
+		return wrc;
 	if (s == NULL)
 		return dm_tree_fail(t, DM_ERR_INVALID, "memnode %u is not one of the tree's", memnode);
 	if (s->cur == 0 || s->cur + t->node_size > s->end)

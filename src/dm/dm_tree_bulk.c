@@ -168,6 +168,8 @@ dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 	int			rc;
 
 	*out = NULL;
+	if ((rc = dm_tree_writable(t, "bulk load")) != DM_OK)
+		return rc;
 	if (fillfactor < 10 || fillfactor > 100)
 		return dm_tree_fail(t, DM_ERR_INVALID, "fillfactor must be between 10 and 100");
 	/* only an empty tree: its root must be an empty leaf */

@@ -68,6 +68,11 @@ struct dm_tree
 	int			nown;			/* owned ranges of entries [own_lo, own_hi), merged */
 	dm_entry	own_lo[DM_PART_MAX];
 	dm_entry	own_hi[DM_PART_MAX];	/* DM_ENTRY_INF: to the end */
+
+	/* read-only replica mode (dm_tree_replica.c) */
+	int			replica;		/* refuse every remote write, lock, allocation, free */
+	int			replica_coherent;	/* every remote write reaches the cache as an invalidation */
+	uint64_t	horizon_seen;	/* largest removal horizon read after a node read */
 	char		err[512];
 };
 
@@ -165,9 +170,40 @@ extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 /* dm_tree_wlog.c */
 extern void dm_tree_wlog_add(dm_tree *t, dm_gaddr addr);
 extern void dm_tree_wlog_free(dm_tree *t);
+/*
+ * Meta words of the catalog entry (word k at meta_addr + 8 * (k - 1)):
+ * 1 magic/format/node size/placement, 2 memnodes and lock timeout, 3-6
+ * memnode list, 7 partition map (dm_tree_own.c), 8 removal horizon
+ * (dm_tree_replica.c), 9-10 unused (zero).
+ */
+#define DM_META_WORD_ADDR(t, k) ((t)->info.meta_addr + 8 * ((k) - 1))
+#define DM_META_HORIZON 8
+
+/* dm_tree_replica.c */
+/*
+ * DM_OK if the handle may write remote memory; else DM_ERR_REPLICA (with a
+ * message naming what) — called by every function that writes, locks,
+ * allocates or frees.
+ */
+extern int	dm_tree_writable(dm_tree *t, const char *what);
+/*
+ * Read a node (one attempt, not validated); a replica handle reads the
+ * removal horizon after it, in the same batch when it lives on the same
+ * memnode, and keeps the largest value seen.
+ */
+extern int	dm_tree_read_node_raw(dm_tree *t, dm_gaddr addr, void *buf);
+/* After several nodes were read another way: read the horizon (replica handles). */
+extern int	dm_tree_read_horizon_after(dm_tree *t);
 
 /* dm_tree_own.c */
 extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);
+/*
+ * The class the cache uses for a node (its header): what dm_tree_own_class
+ * says for its fences, except on a replica handle, where every leaf is
+ * foreign and every inner node shared.  The one place that decides what a
+ * handle may keep in the cache (dm_tree_io.c) and what verify_cache expects.
+ */
+extern int	dm_tree_node_class(const dm_tree *t, const void *hdr);
 extern int	dm_tree_owns_entry(const dm_tree *t, dm_entry e);
 
 /* dm_tree.c */

@@ -130,15 +130,47 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 							(unsigned long long) addr);
 	for (int k = 0; k < DM_TREE_READ_RETRIES; k++)
 	{
-		int			rc = dm_read(t->c, addr, buf, t->node_size);
+		int			rc = dm_tree_read_node_raw(t, addr, buf);
 
 		if (rc != DM_OK)
-			return transport_error(t, rc);
+			return rc == DM_ERR_NOTFOUND ? rc : transport_error(t, rc);
 		t->ctr.node_reads++;
 		if (dm_node_valid(buf, t->node_size, t->info.tree_id))
 			return DM_OK;
 		t->ctr.read_retries++;
 		backoff(k);
+	}
+
+	/*
+	 * A replica takes no lock and repairs nothing (dm_tree_replica.c): a
+	 * node mid-write is read again until the op timeout.  A live writer
+	 * finishes within microseconds; a dead one's node is repaired by the
+	 * next writer of the tree's own side, which a replica waits for.
+	 */
+	if (t->replica && (NODE_HDR(buf)->version & DM_VERSION_DIRTY) && NODE_HDR(buf)->magic == DM_NODE_MAGIC)
+	{
+		uint64_t	start = mono_ms();
+		uint64_t	limit = (uint64_t) dm_client_op_timeout(t->c);
+
+		for (int k = DM_TREE_READ_RETRIES; mono_ms() - start <= limit; k++)
+		{
+			int			rc = dm_tree_read_node_raw(t, addr, buf);
+
+			if (rc != DM_OK)
+				return rc == DM_ERR_NOTFOUND ? rc : transport_error(t, rc);
+			t->ctr.node_reads++;
+			if (dm_node_valid(buf, t->node_size, t->info.tree_id))
+				return DM_OK;
+			t->ctr.read_retries++;
+			if (!(NODE_HDR(buf)->version & DM_VERSION_DIRTY))
+				break;			/* torn, not mid-write: the retries above were spent */
+			backoff(k);
+		}
+		if (NODE_HDR(buf)->version & DM_VERSION_DIRTY)
+			return dm_tree_fail(t, DM_ERR_TIMEOUT,
+								"node at 0x%llx stayed mid-write for %llu ms; a read-only replica does not "
+								"take over its writer's lock or repair it (a writer of the tree does)",
+								(unsigned long long) addr, (unsigned long long) limit);
 	}
 
 	/*
@@ -184,6 +216,9 @@ dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *bufs)
 		if ((rc = dm_post(t->c, ops, m, NULL)) != DM_OK)
 			return transport_error(t, rc);
 		t->ctr.node_reads += (uint64_t) m;
+		/* after the nodes, as dm_node_read does (dm_tree_replica.c) */
+		if ((rc = dm_tree_read_horizon_after(t)) != DM_OK)
+			return rc;
 		for (int i = 0; i < m; i++)
 		{
 			uint8_t    *b = bufs + (size_t) (base + i) * t->node_size;
@@ -323,8 +358,13 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 {
 	uint64_t	seen = 0;
 	uint64_t	seen_since = 0;
-	uint64_t	mine = lock_value_for(t, addr);
+	uint64_t	mine;
+	int			wrc;
 
+	*held = 0;
+	if ((wrc = dm_tree_writable(t, "lock a node")) != DM_OK)
+		return wrc;
+	mine = lock_value_for(t, addr);
 	*held = mine;
 
 	for (int k = 0;; k++)
@@ -404,8 +444,12 @@ int
 dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held)
 {
 	uint64_t	old;
+	int			rc;
+
+	if ((rc = dm_tree_writable(t, "unlock a node")) != DM_OK)
+		return rc;
 	/* a CAS: if our lock was taken over meanwhile, it is not ours to clear */
-	int			rc = dm_cas(t->c, addr, held, 0, &old);
+	rc = dm_cas(t->c, addr, held, 0, &old);
 
 	return rc == DM_OK ? DM_OK : transport_error(t, rc);
 }
@@ -427,6 +471,8 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
 
+	if ((rc = dm_tree_writable(t, "write a node")) != DM_OK)
+		return rc;
 	if (nnew > 4)
 		return dm_tree_fail(t, DM_ERR_INTERNAL, "too many new nodes in one write");
 
@@ -505,13 +551,14 @@ no_hints(dm_tree *t)
  * Whether a node just read may stay in the cache: owned nodes are always
  * fresh there; shared inner nodes may go stale (descents notice through
  * fences and refresh them) but leaves must not, and foreign nodes change
- * without our knowledge.
+ * without our knowledge.  The class comes from dm_tree_node_class (replica
+ * handles: leaves foreign, inner nodes shared).
  */
 static int
 cacheable(dm_tree *t, const void *buf)
 {
 	const dm_node_hdr *h = buf;
-	int			cls = dm_tree_own_class(t, h->low, h->high);
+	int			cls = dm_tree_node_class(t, buf);
 
 	if (h->flags & DM_NODE_DEAD)
 		return 0;
@@ -609,6 +656,8 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	wl->frame = DM_FRAME_NONE;
 	wl->remote = 1;
 	wl->held = 0;
+	if ((rc = dm_tree_writable(t, "lock a node for writing")) != DM_OK)
+		return rc;
 	if (c == NULL || !dm_cache_caches_level(c, level))
 		return dm_node_lock(t, addr, buf, &wl->held);
 

@@ -109,6 +109,8 @@ dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m)
 	uint64_t	seen;
 	int			rc;
 
+	if ((rc = dm_tree_writable(t, "store a partition map")) != DM_OK)
+		return rc;
 	if (!map_valid(m, map_capacity(t)))
 		return dm_tree_fail(t, DM_ERR_INVALID,
 							"a partition map needs 1 to %d ranges starting at key 0 in ascending order",
@@ -320,6 +322,37 @@ dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high)
 }
 
 int
+dm_tree_node_class(const dm_tree *t, const void *hdr)
+{
+	const dm_node_hdr *h = hdr;
+
+	/*
+	 * A replica (a hot standby) writes nothing.  Its inner nodes are like
+	 * shared ones, possibly stale (fences send a descent right and drop the
+	 * copy).  Its leaves: without coherence it learns of no write and keeps
+	 * none; with coherence (every remote write of the tree reaches its
+	 * cache as an invalidation before it can matter to its readers: the
+	 * primary's WAL, dm_tree_set_replica_coherent) it keeps the leaves of
+	 * its own key ranges, like an owner, and no others.
+	 */
+	if (t->replica)
+	{
+		if (h->level > 0)
+			return DM_OWN_SHARED;
+		if (t->replica_coherent && dm_tree_own_class(t, h->low, h->high) == DM_OWN_OWNED)
+			return DM_OWN_OWNED;
+		return DM_OWN_FOREIGN;
+	}
+	return dm_tree_own_class(t, h->low, h->high);
+}
+
+void
+dm_tree_set_replica_coherent(dm_tree *t, int on)
+{
+	t->replica_coherent = on ? 1 : 0;
+}
+
+int
 dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 {
 	uint8_t    *mine,
@@ -354,7 +387,7 @@ dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 		if (rc != DM_OK)
 			break;
 		n++;
-		cls = dm_tree_own_class(t, h->low, h->high);
+		cls = dm_tree_node_class(t, h);
 		if (!dm_node_valid(mine, t->node_size, t->info.tree_id))
 		{
 			snprintf(msg, msglen, "cached node 0x%llx (frame %u) does not validate",
@@ -362,7 +395,18 @@ dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 			rc = DM_ERR_CORRUPT;
 			break;
 		}
-		if (cls == DM_OWN_OWNED)
+		if (cls == DM_OWN_OWNED && t->replica)
+		{
+			/* a replica's own leaf: invalidated after the primary's write, so never newer than remote */
+			if (h->version > NODE_HDR(remote)->version)
+			{
+				snprintf(msg, msglen, "cached leaf 0x%llx (frame %u) of a replica is newer than remote memory",
+						 (unsigned long long) addr, f);
+				rc = DM_ERR_CORRUPT;
+				break;
+			}
+		}
+		else if (cls == DM_OWN_OWNED)
 		{
 			/* identical from the version on (the lock word is not part of the node's data) */
 			if (memcmp(mine + 8, remote + 8, dm_node_used_bytes(remote) - 8) != 0 ||

@@ -78,10 +78,11 @@ typedef enum dm_status
 	DM_ERR_TOOBIG = 18,			/* request or reply would exceed the frame limit */
 	DM_ERR_CORRUPT = 19,		/* data failed validation (e.g. superblock) */
 	DM_ERR_INTERNAL = 20,		/* bug: should never happen */
-	DM_ERR_NOTOWNER = 21		/* key outside this instance's partition of the tree */
+	DM_ERR_NOTOWNER = 21,		/* key outside this instance's partition of the tree */
+	DM_ERR_REPLICA = 22			/* a write through a read-only (replica) tree handle */
 } dm_status;
 
-#define DM_STATUS_MAX DM_ERR_NOTOWNER
+#define DM_STATUS_MAX DM_ERR_REPLICA
 
 extern const char *dm_strerror(int status);
 
@@ -122,7 +123,7 @@ typedef struct dm_tree_name
 } dm_tree_name;
 
 /* What the catalog tells about a tree. */
-#define DM_TREE_META_WORDS 7
+#define DM_TREE_META_WORDS 10
 
 typedef struct dm_tree_info
 {

@@ -128,6 +128,15 @@ typedef struct DmMetaPageData
  * the end of the transaction at most; do not free it.
  */
 extern dm_tree *dmindex_open_tree(Relation index);
+
+/* dmstandby.c: hot standbys (docs/design.md §7) */
+/* Primary, before VACUUM removes entries and after a build: raise the tree's removal horizon. */
+extern void dmindex_raise_removal_horizon(Relation index, Relation heap, dm_tree *tree,
+										  TransactionId at_least);
+/* Standby: 40001 if the primary removed entries the snapshot may need. */
+extern void dmindex_check_removal_horizon(Relation index, dm_tree *tree, Snapshot snapshot);
+/* Whether tid's block is past the heap's end (*nblocks: cached length, InvalidBlockNumber = unknown). */
+extern bool dmindex_tid_beyond_heap(Relation heap, ItemPointer tid, BlockNumber *nblocks);
 /* Open index_oid as a dmindex index (and its table), or raise an error (dmcheck.c). */
 extern Relation dmindex_open_checked(Oid indexoid, Relation *heap, LOCKMODE mode);
 

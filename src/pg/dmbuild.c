@@ -24,6 +24,8 @@
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
+#include "utils/snapmgr.h"
+
 #include "dmam.h"
 
 /* Our subphases of pg_stat_progress_create_index (core uses 1). */
@@ -164,6 +166,15 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	if ((rc = dm_bulk_finish(bulk)) != DM_OK)
 		dmindex_tree_error(index, tree, rc);
+
+	/*
+	 * The build left out rows dead to every snapshot the primary knows of
+	 * (or, concurrently, rows its snapshot does not see): a standby
+	 * snapshot older than that must not trust the new tree (dmstandby.c).
+	 */
+	dmindex_raise_removal_horizon(index, heap, tree,
+								  indexInfo->ii_Concurrent && ActiveSnapshotSet() ?
+								  GetActiveSnapshot()->xmin : InvalidTransactionId);
 	dm_tree_close(tree);
 	tuplesort_end(bs.sort);
 	ExecDropSingleTupleTableSlot(bs.slot);

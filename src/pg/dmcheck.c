@@ -9,6 +9,11 @@
  *       unused line pointer, past the end of the heap, or at a tuple whose
  *       value has another key (a reused tid would make the index lie).
  *       Raises ERRCODE_INDEX_CORRUPTED on the first problem it finds.
+ *       On a hot standby (read-only, no lock recovery cannot take) the heap
+ *       lags the tree: entries ahead of it are legitimate, so only the
+ *       tree, the cache and "every visible row has its entry" are checked,
+ *       and a removal horizon above the snapshot's xmin cancels the check
+ *       like a query (dmstandby.c).
  *   dmindex_gc()  frees remote trees no index owns any more.
  */
 #include "postgres.h"
@@ -196,11 +201,13 @@ dmindex_check(PG_FUNCTION_ARGS)
 	CheckState	cs;
 	Datum		values[3];
 	bool		nulls[3] = {0};
+	bool		standby = RecoveryInProgress();
+	/* ShareLock: no concurrent writers, so heap and index agree while we compare (not in recovery) */
+	LOCKMODE	mode = heapallindexed && !standby ? ShareLock : AccessShareLock;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	/* ShareLock: no concurrent writers, so heap and index agree while we compare */
-	index = dmindex_open_checked(indexoid, &heap, heapallindexed ? ShareLock : AccessShareLock);
+	index = dmindex_open_checked(indexoid, &heap, mode);
 	/* this transaction's own buffered entries count as present */
 	dmindex_flush_pending();
 	tree = dmindex_open_tree(index);
@@ -238,21 +245,37 @@ dmindex_check(PG_FUNCTION_ARGS)
 		TableScanDesc scan;
 
 		GetPerTupleExprContext(estate)->ecxt_scantuple = slot;
+		int64		cap = Max(count, 1);
+
 		cs.index = index;
-		cs.entries = palloc_extended(sizeof(dm_entry) * Max(count, 1), MCXT_ALLOC_HUGE);
+		cs.entries = palloc_extended(sizeof(dm_entry) * cap, MCXT_ALLOC_HUGE);
 		if ((rc = dm_iter_open(tree, &all, &it)) != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		while ((rc = dm_iter_next(it, &e)) == 1)
 		{
-			if ((uint64) cs.nentries == count)
+			if (standby)
+			{
+				/* the primary writes on: more entries than verify counted, and none may be missing */
+				dmindex_check_removal_horizon(index, tree, snapshot);
+				if (cs.nentries == cap)
+				{
+					cap *= 2;
+					cs.entries = repalloc_huge(cs.entries, sizeof(dm_entry) * cap);
+				}
+			}
+			else if ((uint64) cs.nentries == count)
 				break;			/* verify counted fewer: it ran before us, under our lock */
 			cs.entries[cs.nentries++] = e;
-			check_not_stale(heap, index, ii, estate, slot, e);
+			/* on a standby an entry may be ahead of the heap: not stale */
+			if (!standby)
+				check_not_stale(heap, index, ii, estate, slot, e);
 			CHECK_FOR_INTERRUPTS();
 		}
 		dm_iter_close(it);
 		if (rc < 0)
 			dmindex_tree_error(index, tree, -rc);
+		if (standby)
+			dmindex_check_removal_horizon(index, tree, snapshot);
 
 		/* every tuple the snapshot sees must have its entry */
 		scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, false);
@@ -275,8 +298,8 @@ dmindex_check(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(cs.heap_tuples);
 	nulls[1] = !heapallindexed;
 	values[2] = BoolGetDatum(true);
-	index_close(index, heapallindexed ? ShareLock : AccessShareLock);
-	table_close(heap, heapallindexed ? ShareLock : AccessShareLock);
+	index_close(index, mode);
+	table_close(heap, mode);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

@@ -12,6 +12,7 @@
 
 #include "access/amapi.h"
 #include "access/reloptions.h"
+#include "access/xlog.h"
 #include "commands/vacuum.h"
 #include "utils/guc.h"
 
@@ -83,6 +84,13 @@ dmoptions(Datum reloptions, bool validate)
 bool
 dmcanreturn(Relation index, int attno)
 {
+	/*
+	 * Not on a standby: its visibility map may call a page all-visible that
+	 * the primary has changed since, and the index has entries for rows
+	 * this server has not replayed (dmstandby.c).
+	 */
+	if (RecoveryInProgress())
+		return false;
 	return dmindex_can_decode(index);
 }
 

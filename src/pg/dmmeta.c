@@ -56,6 +56,20 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 {
 	const char *detail = tree ? dm_tree_error(tree) : "";
 
+	/*
+	 * A standby reads trees its primary may free once it has dropped or
+	 * rebuilt the index, before the standby replays that: reads then fail
+	 * validation (the memory is zeroed or another tree's).  Tell it apart
+	 * from damage by asking the catalog.
+	 */
+	if (tree && dm_tree_is_replica(tree) && (status == DM_ERR_CORRUPT || status == DM_ERR_NOTFOUND) &&
+		dm_tree_check_exists(tree) == DM_ERR_NOTFOUND)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the remote tree of index \"%s\" no longer exists", RelationGetRelationName(index)),
+				 errdetail("The primary has dropped or rebuilt the index, and this standby has not replayed that yet."),
+				 errhint("Retry once the standby has caught up.")));
+
 	switch (status)
 	{
 		case DM_ERR_INCARNATION:
@@ -72,6 +86,24 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
 					 errdetail("%s", detail),
 					 errhint("REINDEX the index.")));
+			break;
+		case DM_ERR_REPLICA:
+			/* a standby's handles are read-only (dmindex_open_tree): nothing may get here */
+			ereport(ERROR,
+					(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+					 errmsg("cannot change the remote tree of index \"%s\" during recovery",
+							RelationGetRelationName(index)),
+					 errdetail("%s.", detail)));
+			break;
+		case DM_ERR_TIMEOUT:
+			if (tree && dm_tree_is_replica(tree) && strstr(detail, "mid-write") != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not read index \"%s\": a node of its remote tree is being written for too long",
+								RelationGetRelationName(index)),
+						 errdetail("%s.", detail),
+						 errhint("If the primary's backend writing it died, the primary repairs the node when it next writes there; retry the query.")));
+			dmindex_raise(status, dmindex_get_client(), NULL);
 			break;
 		case DM_ERR_INVALID:
 			ereport(ERROR,
@@ -436,6 +468,7 @@ dmindex_open_tree(Relation index)
 	if (e->tree && e->relfilenode == index->rd_node.relNode &&
 		e->client_generation == dmindex_client_generation() &&
 		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
+		dm_tree_is_replica(e->tree) == (RecoveryInProgress() ? 1 : 0) &&
 		memnodes_sound(client, &meta))
 	{
 		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
@@ -482,6 +515,12 @@ dmindex_open_tree(Relation index)
 	for (int i = 0; i < meta.nmemnodes; i++)
 		require_memnode(index, client, meta.memnodes[i], meta.incarnations[i]);
 	rc = dm_tree_open_existing(client, meta.home, &meta.tree, &e->tree);
+	if (rc == DM_ERR_NOTFOUND && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the remote tree of index \"%s\" no longer exists", RelationGetRelationName(index)),
+				 errdetail("The primary has dropped or rebuilt the index, and this standby has not replayed that yet."),
+				 errhint("Retry once the standby has caught up.")));
 	if (rc == DM_ERR_NOTFOUND)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
@@ -515,6 +554,20 @@ dmindex_open_tree(Relation index)
 	}
 	PG_END_TRY();
 
+	/*
+	 * A hot standby reads its primary's tree and must change nothing of it:
+	 * a read-only replica handle (DESIGN.md §7), which refuses every remote
+	 * write and reads the removal horizon after every node (dmscan.c
+	 * compares it with the snapshot).  Its redo drops every node the primary
+	 * writes from the cache (dmwal.c), so it may keep the leaves of its own
+	 * key ranges (coherent).  The mode follows the server: a handle cached
+	 * before a promotion is reopened above.
+	 */
+	if (RecoveryInProgress())
+	{
+		dm_tree_set_replica(e->tree, 1);
+		dm_tree_set_replica_coherent(e->tree, 1);
+	}
 	/*
 	 * Read through this instance's node cache, which keeps the nodes of the
 	 * ranges the partition map gives this instance.  Only the primary writes

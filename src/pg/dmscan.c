@@ -12,7 +12,9 @@
 #include "postgres.h"
 
 #include "access/itup.h"
+#include "access/relation.h"
 #include "access/relscan.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
@@ -43,6 +45,12 @@
  *	pin			for index-only scans and non-MVCC snapshots, the key-range pin
  *				that makes VACUUM wait (dmscanpin.c): it covers what the leaf
  *				copy and rnext may still give; NULL when none is held
+ *	standby		the server is in recovery (a hot standby, dmstandby.c): tids
+ *				past the heap's end are skipped, every tid is rechecked, and
+ *				the removal horizon is checked after every remote read
+ *	heap_nblocks	the heap's length as last read (InvalidBlockNumber: not yet)
+ *	heap		the table, opened here for a bitmap scan (whose scan has no
+ *				heapRelation); NULL otherwise
  */
 typedef struct DmScanOpaqueData
 {
@@ -62,6 +70,9 @@ typedef struct DmScanOpaqueData
 	dm_entry	last;
 	bool		exhausted;
 	DmScanPinHandle *pin;
+	bool		standby;
+	BlockNumber heap_nblocks;
+	Relation	heap;
 } DmScanOpaqueData;
 
 typedef DmScanOpaqueData *DmScanOpaque;
@@ -74,6 +85,7 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 
 	scan->opaque = so;
 	scan->xs_itupdesc = RelationGetDescr(index);
+	so->heap_nblocks = InvalidBlockNumber;
 	return scan;
 }
 
@@ -108,6 +120,21 @@ dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int nord
 	so->exhausted = false;
 	so->range_ok = dmindex_keys_to_range(scan->indexRelation, scan->keyData,
 										 scan->numberOfKeys, &so->range);
+	so->standby = RecoveryInProgress();
+	so->heap_nblocks = InvalidBlockNumber;
+}
+
+/* The table of the scan's index (the executor holds its lock). */
+static Relation
+scan_heap(IndexScanDesc scan)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+
+	if (scan->heapRelation)
+		return scan->heapRelation;
+	if (so->heap == NULL)
+		so->heap = relation_open(scan->indexRelation->rd_index->indrelid, NoLock);
+	return so->heap;
 }
 
 /* Is e inside the scan's range (direction aside)? */
@@ -204,6 +231,9 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	rc = dm_iter_open(so->tree, &r, &so->iter);
 	if (rc != DM_OK)
 		dmindex_tree_error(scan->indexRelation, so->tree, rc);
+	/* a standby: did the primary remove entries our snapshot needs? (dmstandby.c) */
+	if (so->standby)
+		dmindex_check_removal_horizon(scan->indexRelation, so->tree, scan->xs_snapshot);
 	pin_narrow(so);
 
 	pend = dmindex_pending_entries(scan->indexRelation, so->tree, &npend);
@@ -244,6 +274,8 @@ next_entry(IndexScanDesc scan, dm_entry *out)
 
 		if (rc < 0)
 			dmindex_tree_error(scan->indexRelation, so->tree, -rc);
+		if (so->standby)
+			dmindex_check_removal_horizon(scan->indexRelation, so->tree, scan->xs_snapshot);
 		if (rc == 1)
 			so->has_rnext = true;
 		else
@@ -292,25 +324,41 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 			pgstat_count_index_scan(scan->indexRelation);
 		open_streams(scan, dir);
 	}
-	CHECK_FOR_INTERRUPTS();
-	if (!next_entry(scan, &e))
+	for (;;)
 	{
-		so->exhausted = true;
-		/* nothing read is left to return: let VACUUM pass (a reversal pins again) */
-		if (so->pin)
+		CHECK_FOR_INTERRUPTS();
+		if (!next_entry(scan, &e))
 		{
-			dmindex_pin_release(so->pin);
-			so->pin = NULL;
+			so->exhausted = true;
+			/* nothing read is left to return: let VACUUM pass (a reversal pins again) */
+			if (so->pin)
+			{
+				dmindex_pin_release(so->pin);
+				so->pin = NULL;
+			}
+			return false;
 		}
-		return false;
+		so->exhausted = false;
+		so->has_last = true;
+		so->last = e;
+		pin_narrow(so);
+		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &scan->xs_heaptid);
+
+		/*
+		 * On a standby, an entry of a row the primary inserted in a heap
+		 * page this server has not replayed yet: no row of our snapshot.
+		 */
+		if (so->standby && dmindex_tid_beyond_heap(scan_heap(scan), &scan->xs_heaptid, &so->heap_nblocks))
+			continue;
+		break;
 	}
-	so->exhausted = false;
-	so->has_last = true;
-	so->last = e;
-	pin_narrow(so);
-	dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &scan->xs_heaptid);
-	/* keys encode values exactly: the index's answer needs no recheck */
-	scan->xs_recheck = false;
+
+	/*
+	 * Keys encode values exactly: the index's answer needs no recheck —
+	 * except on a standby, where the entry may be the primary's for a row
+	 * not replayed yet and the tid still hold another row here.
+	 */
+	scan->xs_recheck = so->standby;
 	if (scan->xs_want_itup)
 	{
 		bool		isnull = dm_entry_is_null(e);
@@ -339,17 +387,21 @@ dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	open_streams(scan, ForwardScanDirection);
 	while (next_entry(scan, &e))
 	{
-		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tids[n++]);
+		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tids[n]);
+		/* a standby: past the heap's end is a row not replayed yet (see dmgettuple) */
+		if (so->standby && dmindex_tid_beyond_heap(scan_heap(scan), &tids[n], &so->heap_nblocks))
+			continue;
+		n++;
 		if (n == lengthof(tids))
 		{
-			tbm_add_tuples(tbm, tids, n, false);
+			tbm_add_tuples(tbm, tids, n, so->standby);
 			total += n;
 			n = 0;
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
 	if (n > 0)
-		tbm_add_tuples(tbm, tids, n, false);
+		tbm_add_tuples(tbm, tids, n, so->standby);
 	total += n;
 	close_streams(so);
 	return total;
@@ -362,5 +414,7 @@ dmendscan(IndexScanDesc scan)
 
 	close_streams(so);
 	dmindex_pin_release(so->pin);
+	if (so->heap)
+		relation_close(so->heap, NoLock);
 	pfree(so);
 }

@@ -10,6 +10,8 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/table.h"
+#include "catalog/index.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -35,6 +37,19 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
+
+	/*
+	 * Standbys read this tree directly: before any entry goes, raise its
+	 * removal horizon, so that a standby scan that could miss one of them
+	 * sees the raise and is cancelled if its snapshot is older (dmstandby.c).
+	 */
+	{
+		/* VACUUM holds its lock on the table */
+		Relation	heap = table_open(IndexGetRelation(RelationGetRelid(index), false), NoLock);
+
+		dmindex_raise_removal_horizon(index, heap, tree, InvalidTransactionId);
+		table_close(heap, NoLock);
+	}
 	if ((rc = dm_iter_open(tree, &all, &it)) != DM_OK)
 		dmindex_tree_error(index, tree, rc);
 	for (;;)

@@ -160,8 +160,8 @@ run(const char *tag, int backend, const memnode_proc *mn)
 	/* root word: CAS-able by clients */
 	CHECK_STATUS(dm_cas(c, ti.root_addr, 0, 0xABC0, &v), DM_OK, "%s: CAS the root word", tag);
 	CHECK(v == 0, "%s: root word was 0", tag);
-	CHECK_STATUS(dm_write(c, ti.meta_addr + 6 * 8, &v, 8), DM_OK, "%s: write the last meta word", tag);
-	CHECK_STATUS(dm_write(c, ti.meta_addr + 7 * 8, &v, 8), DM_ERR_READONLY,
+	CHECK_STATUS(dm_write(c, ti.meta_addr + (DM_TREE_META_WORDS - 1) * 8, &v, 8), DM_OK, "%s: write the last meta word", tag);
+	CHECK_STATUS(dm_write(c, ti.meta_addr + DM_TREE_META_WORDS * 8, &v, 8), DM_ERR_READONLY,
 				 "%s: the word after the meta words is memnode-owned -> READONLY", tag);
 	/* chunks of the tree are counted and dropped with it */
 	CHECK_STATUS(dm_chunk_alloc(c, node, ti.tree_id, &ch[0], NULL), DM_OK, "%s: chunk for the tree", tag);

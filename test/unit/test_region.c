@@ -815,9 +815,9 @@ test_check_op(void)
 				 "WRITE chunk table -> READONLY");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_FETCH_OR, r.sb->chunk_table_off + 16, 8), DM_ERR_READONLY,
 				 "FETCH_OR chunk table -> READONLY");
-	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + 64, 8), DM_ERR_READONLY,
+	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + DM_CAT_USER_BYTES, 8), DM_ERR_READONLY,
 				 "WRITE catalog entry tree_id -> READONLY");
-	CHECK_STATUS(dm_region_check_op(&r, DM_OP_CAS, cat + DM_CAT_ENTRY_SIZE + 64, 8), DM_ERR_READONLY,
+	CHECK_STATUS(dm_region_check_op(&r, DM_OP_CAS, cat + DM_CAT_ENTRY_SIZE + DM_CAT_USER_BYTES, 8), DM_ERR_READONLY,
 				 "CAS entry 1 tree_id -> READONLY");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + offsetof(dm_cat_entry, name), 16), DM_ERR_READONLY,
 				 "WRITE catalog entry name -> READONLY");
@@ -847,8 +847,8 @@ test_check_op(void)
 
 	/* spans from writable into memnode-owned bytes */
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat, DM_CAT_USER_BYTES + 1), DM_ERR_READONLY,
-				 "WRITE 65 bytes from entry start -> READONLY");
-	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + 56, 16), DM_ERR_READONLY,
+				 "WRITE one byte more than the user bytes from entry start -> READONLY");
+	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + DM_CAT_USER_BYTES - 8, 16), DM_ERR_READONLY,
 				 "WRITE from last meta word into tree_id -> READONLY");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + 8, DM_CAT_ENTRY_SIZE + 8), DM_ERR_READONLY,
 				 "WRITE from entry 0 user bytes through entry 1 -> READONLY");
