@@ -8,7 +8,7 @@
  *
  *   0                 superblock (dm_superblock), one 4 KiB page
  *   chunk_table_off   nchunks dm_chunk_desc (owner tree id per chunk)
- *   catalog_off       catalog_capacity dm_cat_entry (256 B each)
+ *   catalog_off       catalog_capacity dm_cat_entry (512 B each)
  *   journal_off       journal_slots batch journal slots (dm_journal.h),
  *                     DM_JOURNAL_SLOT_SIZE each; 0 slots for a region that
  *                     cannot outlive its memnode (anonymous memory)
@@ -24,7 +24,7 @@
  * two of its stores is in dm_region_recover.c.
  *
  * Clients may READ anywhere in the region; they may WRITE and use atomics
- * only on the data area and on the first 88 bytes of each catalog entry
+ * only on the data area and on the first 128 bytes of each catalog entry
  * (the CAS-able root word and the user metadata words).  Everything else is
  * changed only by the memnode under its lock, through these functions.
  *
@@ -38,11 +38,12 @@
 #include "dm_types.h"
 
 #define DM_SB_MAGIC			UINT64_C(0x31584544494D4444)	/* "DDMIDEX1" */
-#define DM_FORMAT_VERSION	3	/* 2: journal, superblock checksum, clean flag; 3: 88 client bytes per catalog entry */
+#define DM_FORMAT_VERSION	4	/* 2: journal, superblock checksum, clean flag; 3: 88 client bytes per
+								 * catalog entry; 4: 512-byte catalog entries, 15 meta words */
 #define DM_REGION_ALIGN		(UINT64_C(2) << 20)
 #define DM_CHUNK_MIN		(UINT64_C(64) << 10)
-#define DM_CAT_ENTRY_SIZE	256
-#define DM_CAT_USER_BYTES	88	/* root word + meta words: client-writable */
+#define DM_CAT_ENTRY_SIZE	512
+#define DM_CAT_USER_BYTES	128	/* root word + meta words: client-writable */
 
 #define DM_SB_LIVE			UINT64_C(0x4C495645)	/* "LIVE" */
 #define DM_SB_DEAD			UINT64_C(0x44454144)	/* "DEAD": memnode shut down */
@@ -123,6 +124,7 @@ typedef struct dm_cat_entry
 	uint64_t	owner_pid;
 	uint64_t	chunks;
 	dm_tree_name name;
+	uint64_t	pad[27];		/* to DM_CAT_ENTRY_SIZE */
 } dm_cat_entry;
 
 typedef struct dm_region
@@ -234,7 +236,7 @@ extern void dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
 /*
  * Bounds checks for a one-sided op on this region (offset = local offset).
  * READ: anywhere inside the region.  WRITE and atomics: data area or the
- * client-writable 88 bytes of one catalog entry.  Atomics must be 8-byte
+ * client-writable 128 bytes of one catalog entry.  Atomics must be 8-byte
  * aligned.  Returns DM_OK, DM_ERR_RANGE, DM_ERR_READONLY or DM_ERR_ALIGN.
  */
 extern int	dm_region_check_op(const dm_region *r, int kind, uint64_t offset, uint64_t len);

@@ -31,6 +31,7 @@ dm_strerror(int status)
 		case DM_ERR_INTERNAL: return "internal error";
 		case DM_ERR_NOTOWNER: return "key outside this instance's partition";
 		case DM_ERR_REPLICA: return "tree handle is read-only (replica)";
+		case DM_ERR_FENCED: return "the tree is written by another writer now";
 	}
 	return "unknown error";
 }

@@ -149,7 +149,14 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 	meta[2] = (uint64_t) o.nmemnodes | ((uint64_t) t->lock_timeout_ms << 32);
 	for (int i = 0; i < o.nmemnodes; i++)
 		meta[3 + i / 4] |= (uint64_t) o.memnodes[i] << (16 * (i % 4));
+	/* words 8-10: the writer, its high-water mark and the fence words (dm_tree_writer.c) */
+	meta[8] = o.writer;
+	meta[9] = o.high_water;
+	if ((rc = dm_tree_writer_create(t, meta)) != DM_OK)
+		goto fail_drop;
 	if ((rc = dm_write(c, t->info.meta_addr, &meta[1], DM_TREE_META_WORDS * 8)) != DM_OK)
+		goto fail_drop;
+	if ((rc = dm_tree_writer_load(t, meta)) != DM_OK)
 		goto fail_drop;
 
 	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
@@ -214,7 +221,8 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 		t->lock_timeout_ms = (int) (words[2] >> 32);
 	for (int i = 0; i < t->nmemnodes; i++)
 		t->memnodes[i] = (uint16_t) (words[3 + i / 4] >> (16 * (i % 4)));
-	if ((rc = check_memnodes_connected(t)) != DM_OK)
+	if ((rc = check_memnodes_connected(t)) != DM_OK ||
+		(rc = dm_tree_writer_load(t, words)) != DM_OK)
 	{
 		free(t);
 		return rc;
@@ -239,6 +247,17 @@ int
 dm_tree_destroy(dm_tree *t)
 {
 	int			rc;
+	uint64_t	word;
+
+	/* a writer fenced off must not free what the new writer uses (a race remains: read, then free) */
+	if (t->writer_refused)
+		return dm_tree_fail(t, DM_ERR_FENCED, "this handle may not change the tree");
+	if ((rc = dm_tree_writer_read(t, &word, NULL)) != DM_OK)
+		return rc;
+	if (word != t->writer)
+		return dm_tree_fail(t, DM_ERR_FENCED,
+							"the tree is written by another writer now (writer %016llx, this handle writes as %016llx)",
+							(unsigned long long) word, (unsigned long long) t->writer);
 
 	if ((rc = dm_tree_writable(t, "free the tree")) != DM_OK)
 		return rc;
@@ -381,11 +400,37 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	dm_node_seal(nb);
 	if ((rc = dm_node_alloc(t, dm_tree_place(t, level + 1, dm_gaddr_node(root)), &naddr)) != DM_OK)
 		goto out;
-	if ((rc = dm_write(t->c, naddr, nb, dm_node_used_bytes(nb))) != DM_OK ||
-		(rc = dm_cas(t->c, t->info.root_addr, root, naddr, &old)) != DM_OK)
 	{
-		rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
-		goto out;
+		/* both fenced: the new root on its memnode, then the root word on the home */
+		dm_op		ops[2];
+
+		if ((rc = dm_tree_fence_op(t, &ops[0], dm_gaddr_node(naddr))) != DM_OK)
+			goto out;
+		dm_op_write(&ops[1], naddr, nb, dm_node_used_bytes(nb));
+		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+		{
+			rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+			goto out;
+		}
+		if (dm_tree_fenced_off(t, &ops[0]))
+		{
+			rc = DM_ERR_FENCED;
+			goto out;
+		}
+		if ((rc = dm_tree_fence_op(t, &ops[0], t->home)) != DM_OK)
+			goto out;
+		dm_op_atomic(&ops[1], DM_OP_CAS, t->info.root_addr, root, naddr);
+		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+		{
+			rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+			goto out;
+		}
+		if (dm_tree_fenced_off(t, &ops[0]))
+		{
+			rc = DM_ERR_FENCED;
+			goto out;
+		}
+		old = ops[1].result;
 	}
 	if (old == root)
 	{

@@ -112,6 +112,8 @@ typedef struct dm_tree_opts
 	int			nmemnodes;		/* memnodes to spread over; 0 = just the home memnode */
 	uint16_t	memnodes[DM_TREE_MAX_MEMNODES];
 	int			lock_timeout_ms;	/* a lock held longer is taken over (holder died); 0 = 10000 */
+	uint64_t	writer;			/* the first writer word (below); 0 is fine */
+	uint64_t	high_water;		/* the first high-water mark */
 } dm_tree_opts;
 
 /*
@@ -365,7 +367,7 @@ extern int	dm_tree_check_exists(dm_tree *t);
 
 /*
  * The removal horizon: a per-tree 64-bit word in the catalog entry (meta
- * word 8), zero at creation, that a writer raises (monotonic maximum)
+ * word 11), zero at creation, that a writer raises (monotonic maximum)
  * before it deletes entries that readers elsewhere might still need; what
  * the value means is the caller's (the access method stores a full
  * transaction id).  dm_tree_horizon_raise returns only once the new value
@@ -379,6 +381,51 @@ extern int	dm_tree_horizon_raise(dm_tree *t, uint64_t horizon);
 extern int	dm_tree_horizon_get(dm_tree *t, uint64_t *horizon);
 extern uint64_t dm_tree_horizon_seen(const dm_tree *t);
 
+/*
+ * Writers and fencing (DESIGN.md §7, Failover; dm_tree_writer.c).  A tree
+ * has one writer word (epoch in bits 48..63, an identity of the user's
+ * choice below) and a high-water mark.  A handle writes under the writer
+ * word it adopted (at open: the current one); every write batch is guarded
+ * by a fence word on each memnode it touches, so once another handle took
+ * the tree over (raised the epoch), this one's writes fail with
+ * DM_ERR_FENCED and land nothing.
+ */
+#define DM_WRITER_EPOCH(w) ((uint32_t) ((w) >> 48))
+#define DM_WRITER_IDENT(w) ((w) & UINT64_C(0xFFFFFFFFFFFF))
+#define DM_WRITER_MAKE(epoch, ident) (((uint64_t) (epoch) << 48) | ((ident) & UINT64_C(0xFFFFFFFFFFFF)))
+#define DM_WRITER_EPOCH_MAX 0xFFFF
+/* A high-water mark no writer reaches: the tree is unusable for its writer (the user decides so). */
+#define DM_WRITER_POISON UINT64_MAX
+
+/* Remote read of the writer word and the high-water mark (either may be NULL). */
+extern int	dm_tree_writer_read(dm_tree *t, uint64_t *word, uint64_t *high_water);
+/* The word this handle writes under. */
+extern uint64_t dm_tree_writer_word(const dm_tree *t);
+/* Write under this word from now on. */
+extern void dm_tree_writer_adopt(dm_tree *t, uint64_t word);
+/* Refuse every write of this handle (DM_ERR_FENCED) without a remote op. */
+extern void dm_tree_writer_refuse(dm_tree *t);
+extern int	dm_tree_writer_refused(const dm_tree *t);
+/*
+ * Take the tree over: CAS the writer word from expected to word (whose
+ * epoch must be higher); *seen gets what was there (the takeover happened
+ * only if *seen == expected: else re-read and decide again).  On success
+ * the other memnodes' fence words are raised and the handle writes under
+ * word; then the high-water mark is read again — final now: it covers every
+ * write of the old writer that landed — (dm_tree_writer_high_water tells
+ * it) and raised to high_water if lower.  When it returns, no batch of a
+ * writer under an older word can land any more.
+ */
+extern int	dm_tree_writer_takeover(dm_tree *t, uint64_t expected, uint64_t word,
+									uint64_t high_water, uint64_t *seen);
+/*
+ * Raise the high-water mark to at least mark (never lowers it; fenced like
+ * a write).  No remote op when this handle already saw it that high.
+ */
+extern int	dm_tree_writer_raise(dm_tree *t, uint64_t mark);
+/* The high-water mark as this handle last saw it. */
+extern uint64_t dm_tree_writer_high_water(const dm_tree *t);
+
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters
 {
@@ -390,6 +437,7 @@ typedef struct dm_tree_counters
 	uint64_t	root_grows;
 	uint64_t	restarts;		/* descents restarted from the root */
 	uint64_t	fenced_writes;	/* writes whose version guard failed (redone) */
+	uint64_t	fenced_off;		/* batches refused by the writer fence (DM_ERR_FENCED) */
 	uint64_t	root_repairs;	/* unfinished root splits this handle finished */
 	uint64_t	node_repairs;	/* torn nodes of dead writers rewritten from their redo slot */
 	uint64_t	redo_slots;		/* redo slots (one node each) this handle holds now */

@@ -57,21 +57,53 @@ bulk_place(dm_bulk *b, int level, uint64_t index)
 static int
 flush(dm_bulk *b)
 {
-	dm_op		ops[FLUSH_AT];
-	int			rc;
+	dm_op		ops[DM_TREE_MAX_MEMNODES + FLUSH_AT];
+	int			n = 0, nf, rc;
 
 	if (b->nq == 0)
 		return DM_OK;
+	/* first the writer fence of every memnode written to (dm_tree_writer.c) */
+	for (int m = 0; m < b->t->nmemnodes; m++)
+	{
+		int			used = 0;
+
+		for (int i = 0; i < b->nq && !used; i++)
+			used = dm_gaddr_node(b->qaddr[i]) == b->t->memnodes[m];
+		if (used && (rc = dm_tree_fence_op(b->t, &ops[n++], b->t->memnodes[m])) != DM_OK)
+			return rc;
+	}
+	nf = n;
 	for (int i = 0; i < b->nq; i++)
 	{
 		uint8_t    *buf = b->qbuf + (size_t) i * b->t->node_size;
 
-		dm_op_write(&ops[i], b->qaddr[i], buf, dm_node_used_bytes(buf));
+		dm_op_write(&ops[n++], b->qaddr[i], buf, dm_node_used_bytes(buf));
 	}
-	rc = dm_post(b->t->c, ops, b->nq, NULL);
+	rc = dm_post(b->t->c, ops, n, NULL);
 	b->nq = 0;
 	if (rc != DM_OK)
 		return dm_tree_fail(b->t, rc, "%s", dm_client_error(b->t->c));
+	for (int m = 0; m < nf; m++)
+		if (dm_tree_fenced_off(b->t, &ops[m]))
+			return DM_ERR_FENCED;
+	return DM_OK;
+}
+
+/* CAS the root word from old to root, fenced; *prev gets what was there. */
+static int
+switch_root(dm_tree *t, dm_gaddr old, dm_gaddr root, dm_gaddr *prev)
+{
+	dm_op		ops[2];
+	int			rc;
+
+	if ((rc = dm_tree_fence_op(t, &ops[0], t->home)) != DM_OK)
+		return rc;
+	dm_op_atomic(&ops[1], DM_OP_CAS, t->info.root_addr, old, root);
+	if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (dm_tree_fenced_off(t, &ops[0]))
+		return DM_ERR_FENCED;
+	*prev = ops[1].result;
 	return DM_OK;
 }
 
@@ -245,7 +277,7 @@ dm_bulk_finish(dm_bulk *b)
 	dm_gaddr	root = 0;
 	uint8_t    *old;
 	dm_wlock	wl;
-	uint64_t	prev;
+	uint64_t	prev = 0;
 	int			rc = DM_OK;
 
 	if (!b->lv[0].started)
@@ -295,8 +327,8 @@ dm_bulk_finish(dm_bulk *b)
 	{
 		if (NODE_HDR(old)->count != 0 || NODE_HDR(old)->level != 0 || (NODE_HDR(old)->flags & DM_NODE_DEAD))
 			rc = dm_tree_fail(t, DM_ERR_INVALID, "the tree changed during the bulk load");
-		else if ((rc = dm_cas(t->c, t->info.root_addr, b->old_root, root, &prev)) != DM_OK)
-			rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+		else if ((rc = switch_root(t, b->old_root, root, &prev)) != DM_OK)
+			;
 		else if (prev != b->old_root)
 			rc = dm_tree_fail(t, DM_ERR_INVALID, "the tree changed during the bulk load");
 		if (rc == DM_OK)

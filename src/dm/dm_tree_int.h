@@ -65,6 +65,12 @@ struct dm_tree
 	int			wlog_n;
 	int			wlog_cap;
 	dm_gaddr   *wlog;
+	/* writer fencing (dm_tree_writer.c) */
+	uint64_t	writer;			/* the writer word this handle writes under */
+	int			writer_refused;	/* may not write at all (dm_tree_writer_refuse) */
+	uint64_t	high_water;		/* the high-water mark as this handle last saw it */
+	dm_gaddr	fence[DM_TREE_MAX_MEMNODES];	/* fence word per memnode position */
+
 	int			nown;			/* owned ranges of entries [own_lo, own_hi), merged */
 	dm_entry	own_lo[DM_PART_MAX];
 	dm_entry	own_hi[DM_PART_MAX];	/* DM_ENTRY_INF: to the end */
@@ -173,11 +179,12 @@ extern void dm_tree_wlog_free(dm_tree *t);
 /*
  * Meta words of the catalog entry (word k at meta_addr + 8 * (k - 1)):
  * 1 magic/format/node size/placement, 2 memnodes and lock timeout, 3-6
- * memnode list, 7 partition map (dm_tree_own.c), 8 removal horizon
- * (dm_tree_replica.c), 9-10 unused (zero).
+ * memnode list, 7 partition map (dm_tree_own.c), 8 writer word, 9
+ * high-water mark, 10 fence directory (dm_tree_writer.c), 11 removal
+ * horizon (dm_tree_replica.c), 12-15 unused (zero).
  */
 #define DM_META_WORD_ADDR(t, k) ((t)->info.meta_addr + 8 * ((k) - 1))
-#define DM_META_HORIZON 8
+#define DM_META_HORIZON 11
 
 /* dm_tree_replica.c */
 /*
@@ -205,6 +212,17 @@ extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);
  */
 extern int	dm_tree_node_class(const dm_tree *t, const void *hdr);
 extern int	dm_tree_owns_entry(const dm_tree *t, dm_entry e);
+
+/* dm_tree_writer.c */
+/*
+ * The fence guard for a batch's part on memnode mn (put it first among the
+ * ops to mn): DM_ERR_FENCED at once if the handle may not write at all.
+ */
+extern int	dm_tree_fence_op(dm_tree *t, dm_op *op, uint16_t mn);
+/* Whether that guard failed (then DM_ERR_FENCED is described in t->err). */
+extern int	dm_tree_fenced_off(dm_tree *t, const dm_op *op);
+extern int	dm_tree_writer_load(dm_tree *t, const uint64_t *meta);
+extern int	dm_tree_writer_create(dm_tree *t, uint64_t *meta);
 
 /* dm_tree.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */

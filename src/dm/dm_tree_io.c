@@ -337,11 +337,20 @@ repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 		dm_node_valid(img, t->node_size, t->info.tree_id) &&
 		NODE_HDR(img)->version == (ver & ~DM_VERSION_DIRTY))
 	{
-		/* the body, then the version made clean only if still the dead writer's */
-		dm_op_write(&ops[0], addr + 16, img + 16, dm_node_used_bytes(img) - 16);
-		dm_op_atomic(&ops[1], DM_OP_CAS, addr + 8, ver, NODE_HDR(img)->version);
-		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+		dm_op		wops[3];
+
+		/* the body, then the version made clean only if still the dead writer's; fenced */
+		if ((rc = dm_tree_fence_op(t, &wops[0], dm_gaddr_node(addr))) != DM_OK)
+		{
+			free(img);
+			return -rc;
+		}
+		dm_op_write(&wops[1], addr + 16, img + 16, dm_node_used_bytes(img) - 16);
+		dm_op_atomic(&wops[2], DM_OP_CAS, addr + 8, ver, NODE_HDR(img)->version);
+		if ((rc = dm_post(t->c, wops, 3, NULL)) != DM_OK)
 			rc = -rc;
+		else if (dm_tree_fenced_off(t, &wops[0]))
+			rc = -DM_ERR_FENCED;
 		else
 		{
 			t->ctr.node_repairs++;
@@ -372,7 +381,14 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 		dm_op		ops[2];
 		int			rc;
 
-		/* CAS then READ in one batch: executed in order, so the copy we get is post-lock */
+		/*
+		 * CAS then READ in one batch: executed in order, so the copy we get
+		 * is post-lock.  Not fenced by the writer word: a lock is progress,
+		 * not safety, and a fenced writer's write (which is fenced) fails
+		 * and releases it at once.
+		 */
+		if (t->writer_refused)
+			return dm_tree_fence_op(t, &ops[0], dm_gaddr_node(addr));
 		dm_op_atomic(&ops[0], DM_OP_CAS, addr, 0, mine);
 		dm_op_read(&ops[1], addr, buf, t->node_size);
 		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
@@ -426,7 +442,7 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 				if ((rc = repair_locked(t, addr, seen)) < 0)
 				{
 					dm_node_unlock(t, addr, mine);
-					return transport_error(t, -rc);
+					return rc == -DM_ERR_FENCED ? DM_ERR_FENCED : transport_error(t, -rc);
 				}
 				if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 				{
@@ -467,7 +483,7 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
 	dm_op		ops[12];
-	int			n = 0, g;
+	int			n = 0, g, f;
 	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
 
@@ -488,12 +504,23 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		dm_node_seal(new_bufs[i]);
 		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr))
 		{
-			dm_op_write(&ops[0], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
-			if ((rc = dm_post(t->c, ops, 1, NULL)) != DM_OK)
+			if ((rc = dm_tree_fence_op(t, &ops[0], dm_gaddr_node(new_addrs[i]))) != DM_OK)
+				goto fenced;
+			dm_op_write(&ops[1], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+			if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
 				return transport_error(t, rc);
+			if (dm_tree_fenced_off(t, &ops[0]))
+			{
+				rc = DM_ERR_FENCED;
+				goto fenced;
+			}
 		}
 	}
 	dm_node_seal(buf);
+	/* first of all, the writer fence (dm_tree_writer.c) */
+	f = n;
+	if ((rc = dm_tree_fence_op(t, &ops[n++], dm_gaddr_node(addr))) != DM_OK)
+		goto fenced;
 	if (held & DM_LOCK_REDO)
 	{
 		/* the redo image first: whoever finds the node torn can finish the write from it */
@@ -512,6 +539,11 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		dm_op_atomic(&ops[n++], DM_OP_CAS, addr, held, 0);
 	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
 		return transport_error(t, rc);
+	if (dm_tree_fenced_off(t, &ops[f]))
+	{
+		rc = DM_ERR_FENCED;
+		goto fenced;
+	}
 	if (!dm_op_guard_failed(&ops[g]))
 	{
 		/* for replicas' caches (dm_tree_wlog.c); new nodes too: their addresses may be reused */
@@ -528,6 +560,13 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		return DM_TREE_STALE;
 	}
 	return DM_OK;
+
+fenced:
+	/* nothing of ours landed; a lock we hold is still ours to release */
+	NODE_HDR(buf)->version = v;
+	if (held)
+		(void) dm_node_unlock(t, addr, held);
+	return rc;
 }
 
 int

@@ -9,7 +9,7 @@
  * which refuses with DM_ERR_REPLICA, so a replica sends no write, atomic or
  * allocator RPC at all (test_tree_replica.c counts them).
  *
- * The removal horizon is meta word 8 of the catalog entry.  The writer
+ * The removal horizon is meta word 11 of the catalog entry.  The writer
  * raises it (monotonic maximum, by CAS) and only then deletes entries; a
  * replica reads it after every node read.  Ordering: the raise is
  * acknowledged before any delete is issued, so a delete that a replica's
@@ -68,7 +68,7 @@ note_horizon(dm_tree *t, uint64_t h)
 }
 
 /*
- * The words a replica reads after a node: the horizon (meta word 8) up to
+ * The words a replica reads after a node: the horizon (meta word 11) up to
  * the catalog entry's tree id, which the memnode zeroes or changes when the
  * tree is dropped (clients may read the whole entry).
  */

@@ -79,10 +79,11 @@ typedef enum dm_status
 	DM_ERR_CORRUPT = 19,		/* data failed validation (e.g. superblock) */
 	DM_ERR_INTERNAL = 20,		/* bug: should never happen */
 	DM_ERR_NOTOWNER = 21,		/* key outside this instance's partition of the tree */
-	DM_ERR_REPLICA = 22			/* a write through a read-only (replica) tree handle */
+	DM_ERR_REPLICA = 22,		/* a write through a read-only (replica) tree handle */
+	DM_ERR_FENCED = 23			/* another writer took the tree over (dm_tree_writer.c) */
 } dm_status;
 
-#define DM_STATUS_MAX DM_ERR_REPLICA
+#define DM_STATUS_MAX DM_ERR_FENCED
 
 extern const char *dm_strerror(int status);
 
@@ -123,7 +124,7 @@ typedef struct dm_tree_name
 } dm_tree_name;
 
 /* What the catalog tells about a tree. */
-#define DM_TREE_META_WORDS 10
+#define DM_TREE_META_WORDS 15
 
 typedef struct dm_tree_info
 {

@@ -13,6 +13,7 @@
  *   dmcost.c      amcostestimate
  *   dmvalidate.c  amvalidate
  *   dmgc.c        freeing the remote trees of dropped indexes
+ *   dmfailover.c  who writes a tree: sync-rep waits, fencing, takeover after promotion
  *   dmgcworker.c  the background worker that collects orphaned trees
  *
  * Keys.  Every opclass maps its type to a 64-bit unsigned key that orders
@@ -28,6 +29,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/xlogdefs.h"
 #include "access/relscan.h"
 #include "common/relpath.h"
 #include "datatype/timestamp.h"
@@ -47,6 +49,22 @@
 
 /* Strategies: those of btree, so the planner can use it for ordering. */
 #define DMINDEX_NSTRATEGIES 5
+
+/* ---- failover (dmfailover.c) ------------------------------------------------ */
+
+/* The writer word of a tree this server creates. */
+extern uint64 dmindex_writer_initial(void);
+/* A tree this server just created: its key space is this server's instance's. */
+extern void dmindex_writer_created(Relation index, dm_tree *tree);
+/*
+ * Before a remote write that depends on WAL up to lsn: flush it, wait for
+ * the synchronous standbys (if any) and raise the tree's high-water mark.
+ */
+extern void dmindex_before_remote_write(Relation index, dm_tree *tree, XLogRecPtr lsn);
+/* On every use of an open tree: write under it, take it over, or refuse (ERROR). */
+extern void dmindex_writer_check(Relation index, dm_tree *tree);
+/* Whether this server may free the tree (never raises). */
+extern bool dmindex_writer_may_free(dm_tree *tree);
 
 /* ---- reloptions (dmhandler.c) ---------------------------------------------- */
 

@@ -64,6 +64,12 @@ free_tree_quietly(dm_client *client, const dm_tree_name *name, uint16 home)
 
 	if (rc == DM_OK)
 	{
+		/* a tree another server took over after a failover is not ours to free */
+		if (!dmindex_writer_may_free(t))
+		{
+			dm_tree_close(t);
+			return DM_ERR_FENCED;
+		}
 		/* attached to the node cache, destroying also frees the tree's frames now */
 		(void) dm_tree_use_cache(t, dmindex_node_cache, (uint32) dmindex_instance_id);
 		rc = dm_tree_destroy(t);

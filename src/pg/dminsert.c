@@ -367,6 +367,9 @@ flush_index(PendingIndex *p, bool at_commit)
 		dm_tree    *tree = dmindex_open_tree(index);
 		int			rc;
 
+		/* the synchronous standbys have the heap WAL first (dmfailover.c) */
+		dmindex_before_remote_write(index, tree, XactLastRecEnd);
+
 		dmindex_wal_before_write();
 		rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
 		/* before the commit record, also after a failure (nodes may have been written) */

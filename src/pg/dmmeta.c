@@ -105,6 +105,13 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 						 errhint("If the primary's backend writing it died, the primary repairs the node when it next writes there; retry the query.")));
 			dmindex_raise(status, dmindex_get_client(), NULL);
 			break;
+		case DM_ERR_FENCED:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("index \"%s\" is now written by another server", RelationGetRelationName(index)),
+					 errdetail("%s.", detail),
+					 errhint("A standby was promoted in this server's place. Stop this server, or make it a standby of the new primary.")));
+			break;
 		case DM_ERR_INVALID:
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
@@ -334,6 +341,15 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 
 	client = connect_all();
 	memset(&to, 0, sizeof(to));
+	/*
+	 * This server writes the new tree.  Its high-water mark starts at the
+	 * WAL insert position: the build's entries depend only on WAL before
+	 * this transaction's commit, and a server without that commit has no
+	 * such index; a writer's mark is never below the start of its timeline
+	 * (dmfailover.c).
+	 */
+	to.writer = dmindex_writer_initial();
+	to.high_water = RecoveryInProgress() ? 0 : (uint64) GetXLogInsertRecPtr();
 	to.node_size = meta.node_size;
 	to.placement_level = (int) meta.placement_level;
 	to.nmemnodes = placement_memnodes(index, client, to.memnodes, meta.incarnations);
@@ -371,6 +387,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 	/* a tree this transaction created is freed if it aborts */
 	if (transactional)
 		dmindex_gc_note_created(&meta);
+	dmindex_writer_created(index, tree);
 
 	write_main_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
 	return tree;
@@ -471,6 +488,7 @@ dmindex_open_tree(Relation index)
 		dm_tree_is_replica(e->tree) == (RecoveryInProgress() ? 1 : 0) &&
 		memnodes_sound(client, &meta))
 	{
+		dmindex_writer_check(index, e->tree);
 		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
 		dmindex_claim_check(client, meta.home);
 		dmindex_partitions_maybe_refresh(index, e->tree, &e->map_checked);
@@ -597,5 +615,7 @@ dmindex_open_tree(Relation index)
 	}
 	e->relfilenode = index->rd_node.relNode;
 	e->client_generation = dmindex_client_generation();
+	/* who writes the tree: this server, a promoted one taking it over, or another */
+	dmindex_writer_check(index, e->tree);
 	return e->tree;
 }

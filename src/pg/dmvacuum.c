@@ -11,6 +11,7 @@
 
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
@@ -34,6 +35,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	double		kept = 0;
 	dm_entry	e;
 	int			rc;
+	bool		synced = false;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
@@ -69,6 +71,17 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		{
 			int			removed = 0;
 			int			drc;
+
+			/*
+			 * Once, before the first delete: every deleter's commit is in WAL
+			 * before the insert position now, so a promoted synchronous
+			 * standby has them all (dmfailover.c).
+			 */
+			if (!synced)
+			{
+				dmindex_before_remote_write(index, tree, GetXLogInsertRecPtr());
+				synced = true;
+			}
 
 			dmindex_wal_before_write();
 			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);

@@ -12,7 +12,7 @@
 #   hot leaves   as instance 1 (no range of its own) it reads every leaf,
 #                then the primary changes half the keys: its index scans
 #                must equal its seqscans, and its cache must hold no leaf
-#                (a standby's own leaves: 021_standby_cache.pl);
+#                (a standby's own leaves: 022_standby_cache.pl);
 #   under load   pgbench inserts, updates keys and deletes on the primary,
 #                with VACUUM every second, while both standbys run point,
 #                range, ORDER BY (both directions) and bitmap queries, each

@@ -838,9 +838,9 @@ test_check_op(void)
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_FAA, data + 64, 8), DM_OK, "FAA in data ok");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_FETCH_OR, data + 128, 8), DM_OK, "FETCH_OR in data ok");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat, DM_CAT_USER_BYTES), DM_OK,
-				 "WRITE entry 0's 64 user bytes ok");
+				 "WRITE entry 0's user bytes ok");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_CAS, cat + 5 * DM_CAT_ENTRY_SIZE, 8), DM_OK, "CAS entry 5 root ok");
-	CHECK_STATUS(dm_region_check_op(&r, DM_OP_FAA, cat + 15 * DM_CAT_ENTRY_SIZE + 56, 8), DM_OK,
+	CHECK_STATUS(dm_region_check_op(&r, DM_OP_FAA, cat + 15 * DM_CAT_ENTRY_SIZE + DM_CAT_USER_BYTES - 8, 8), DM_OK,
 				 "FAA last meta word of the last entry ok");
 	CHECK_STATUS(dm_region_check_op(&r, DM_OP_WRITE, cat + 3 * DM_CAT_ENTRY_SIZE + 20, 10), DM_OK,
 				 "unaligned WRITE inside user bytes ok");

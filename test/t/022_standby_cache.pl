@@ -1,4 +1,4 @@
-# 021_standby_cache.pl — a hot standby caches the leaves of its own key
+# 022_standby_cache.pl — a hot standby caches the leaves of its own key
 # range and stays exact while the primary changes them (docs/design.md §7,
 # src/pg/dmwal.c).
 #

@@ -1,4 +1,4 @@
-# 020_partitions.pl — key ranges per instance from SQL (docs/design.md §7,
+# 021_partitions.pl — key ranges per instance from SQL (docs/design.md §7,
 # DEX §4) on a primary and two hot standbys, and instance claims.
 #
 # Why: the partition map decides which server caches which leaves and

@@ -1,0 +1,449 @@
+/*
+ * dmfailover.c — which PostgreSQL server writes an index's remote tree,
+ * and what makes it safe for a promoted standby to take the tree over
+ * without a rebuild (docs/design.md §7, Failover).
+ *
+ * The hazard.  A primary writes remote entries at pre-commit (dminsert.c),
+ * after flushing its WAL locally but before its commit record.  A standby
+ * that never received the heap WAL of such an entry, once promoted, can put
+ * another tuple at the same TID, and the stale entry then returns the wrong
+ * row.  Entries removed by the old primary's VACUUM are the mirror image: a
+ * row whose deleting transaction never reached the standby is alive there,
+ * and its entry must not be gone.
+ *
+ * What the tree records (src/dm/dm_tree_writer.c, catalog meta words 8-9):
+ *
+ *   - the writer word: an epoch, this server's dmindex.instance_id and the
+ *     timeline it writes on.  Every write batch is fenced by it, so once a
+ *     promoted server has raised the epoch, the old primary, if it still
+ *     runs, can write nothing more to the tree (its writes fail with 55000).
+ *   - the high-water mark: before any remote write (entries at pre-commit
+ *     and at early flushes, deletes by VACUUM), the writer raises it to the
+ *     WAL position that write depends on — the end of the transaction's WAL,
+ *     or for VACUUM the insert position when it starts deleting (every
+ *     deleter's commit record is before it).  So every remote change of the
+ *     tree depends only on WAL at or before the mark, on the writer's
+ *     timeline.
+ *
+ * Taking over.  A server that is not in recovery and finds the tree written
+ * from an older timeline in its own history (it was promoted, or restored
+ * to a point in time) takes the tree over only if the mark is at or before
+ * the point where its timeline left the writer's: then it has replayed every
+ * WAL record any remote entry or removal depends on.  Otherwise the index is
+ * refused with XX002 and a hint to REINDEX.  With synchronous replication
+ * the writer waits, before each remote write, until the synchronous
+ * standbys have its WAL up to the mark (SyncRepWaitForLSN), so a promoted
+ * synchronous standby always passes the test; without it, a standby passes
+ * only if it had caught up (a planned switchover), and fails otherwise.
+ *
+ * A server on a timeline that is not in the writer's past (the old primary,
+ * after a standby took over) is refused, reads included: its heap and the
+ * tree part ways from the takeover on.  Its backends notice within
+ * RECHECK_MS (each re-reads the writer word at most that often); its writes
+ * are refused at once by the fence.  A server on the writer's own timeline
+ * with another instance id (restarted with a new dmindex.instance_id) may
+ * read, not write.
+ */
+#include "postgres.h"
+
+#include "access/timeline.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
+#include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/lwlock.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "dmam.h"
+
+/* how often a backend re-reads the writer word of a tree it uses */
+#define RECHECK_MS 1000
+
+/* Per tree handle: when this backend last confirmed it may use it. */
+typedef struct WriterCheck
+{
+	dm_tree    *tree;			/* hash key */
+	uint64		tree_id;
+	uint64		word;			/* the writer word it was confirmed under */
+	TimestampTz checked;
+} WriterCheck;
+
+static HTAB *checks = NULL;
+static XLogRecPtr synced_upto = InvalidXLogRecPtr;
+
+/* This server's identity in a writer word: instance id and timeline. */
+static uint64
+my_ident(void)
+{
+	return ((uint64) (uint16) dmindex_instance_id << 32) | (uint64) GetWALInsertionTimeLine();
+}
+
+#define IDENT_TLI(w) ((TimeLineID) ((w) & 0xFFFFFFFF))
+#define IDENT_INSTANCE(w) ((int) (((w) >> 32) & 0xFFFF))
+
+uint64
+dmindex_writer_initial(void)
+{
+	return DM_WRITER_MAKE(1, my_ident());
+}
+
+void
+dmindex_writer_created(Relation index, dm_tree *tree)
+{
+	dm_partition_map m;
+	int			rc;
+
+	/*
+	 * Without a stored map instance 0 owns every key.  A tree built by a
+	 * server with another instance id (a promoted standby running REINDEX)
+	 * is that server's to write: give it the whole key space.
+	 */
+	if (dmindex_instance_id == 0)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.n = 1;
+	m.lo[0] = 0;
+	m.instance[0] = (uint32) dmindex_instance_id;
+	if ((rc = dm_tree_partitions_set(tree, &m)) != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+}
+
+/* Indexes whose heap is not WAL-logged are not replicated: nothing to guard. */
+static bool
+replicated(Relation index)
+{
+	return RelationNeedsWAL(index);
+}
+
+/*
+ * Wait until the synchronous standbys have WAL up to lsn (flushed, or
+ * written for synchronous_commit = remote_write).  Returns true if they
+ * confirmed it, false if synchronous replication is not in use.
+ *
+ * SyncRepWaitForLSN itself turns a cancel into a WARNING (it is made for
+ * commit records, which cannot be taken back) and returns; here nothing is
+ * written yet, so a wait that ended unconfirmed while standbys are defined
+ * becomes an error, and the transaction aborts.  A terminate request stays
+ * pending and is serviced by CHECK_FOR_INTERRUPTS.
+ */
+static bool
+wait_for_sync_standbys(XLogRecPtr lsn)
+{
+	int			mode;
+	bool		defined;
+	XLogRecPtr	confirmed;
+
+	if (!SyncRepRequested())
+		return false;
+	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE : SYNC_REP_WAIT_FLUSH;
+	SyncRepWaitForLSN(lsn, false);
+	CHECK_FOR_INTERRUPTS();
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
+	confirmed = WalSndCtl->lsn[mode];
+	LWLockRelease(SyncRepLock);
+	if (!defined)
+		return false;
+	if (confirmed < lsn)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling the wait for synchronous replication before writing dmindex entries"),
+				 errdetail("The synchronous standbys have not confirmed WAL up to %X/%X; no index entry was written and the transaction is rolled back.",
+						   LSN_FORMAT_ARGS(lsn))));
+	return true;
+}
+
+void
+dmindex_before_remote_write(Relation index, dm_tree *tree, XLogRecPtr lsn)
+{
+	int			rc;
+
+	if (!replicated(index) || lsn == InvalidXLogRecPtr)
+		return;
+	if (lsn > synced_upto)
+	{
+		XLogFlush(lsn);
+		(void) wait_for_sync_standbys(lsn);
+		synced_upto = lsn;
+	}
+	if ((rc = dm_tree_writer_raise(tree, (uint64) lsn)) != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+}
+
+static void
+refuse_not_writer(Relation index, dm_tree *tree, uint64 word)
+{
+	uint64		id = DM_WRITER_IDENT(word);
+
+	dm_tree_writer_refuse(tree);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("index \"%s\" is now written by another server", RelationGetRelationName(index)),
+			 errdetail("Its remote tree was taken over by dmindex instance %d on timeline %u (writer epoch %u); this server is instance %d on timeline %u.",
+					   IDENT_INSTANCE(id), IDENT_TLI(id), DM_WRITER_EPOCH(word),
+					   dmindex_instance_id, GetWALInsertionTimeLine()),
+			 errhint("A standby was promoted in this server's place. Stop this server, or make it a standby of the new primary.")));
+}
+
+static void
+refuse_after_failover(Relation index, dm_tree *tree, uint64 word, uint64 high_water, XLogRecPtr fork)
+{
+	dm_tree_writer_refuse(tree);
+	if (high_water == DM_WRITER_POISON)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" cannot be used after failover", RelationGetRelationName(index)),
+				 errdetail("This server took the index over, but the old primary wrote index entries at the same time that may not have reached this server."),
+				 errhint("REINDEX INDEX %s",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+													RelationGetRelationName(index)))));
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("index \"%s\" cannot be used after failover", RelationGetRelationName(index)),
+			 errdetail("The old primary (timeline %u) wrote index entries that depend on WAL up to %X/%X, which may not have reached this server: its timeline left timeline %u at %X/%X.",
+					   IDENT_TLI(DM_WRITER_IDENT(word)), LSN_FORMAT_ARGS((XLogRecPtr) high_water),
+					   IDENT_TLI(DM_WRITER_IDENT(word)), LSN_FORMAT_ARGS(fork)),
+			 errhint("REINDEX INDEX %s",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+												RelationGetRelationName(index)))));
+}
+
+/*
+ * Where this server's timeline history left timeline tli; false if tli is
+ * not an older timeline of its history.
+ */
+static bool
+fork_point(TimeLineID tli, XLogRecPtr *fork)
+{
+	TimeLineID	mine = GetWALInsertionTimeLine();
+	List	   *history;
+
+	if (tli == 0 || tli >= mine)
+		return false;
+	history = readTimeLineHistory(mine);
+	if (!tliInHistory(tli, history))
+		return false;
+	*fork = tliSwitchPoint(tli, history, NULL);
+	return true;
+}
+
+/* Where this server's timeline began (0 on timeline 1); cached. */
+static XLogRecPtr
+timeline_start(void)
+{
+	static TimeLineID tli = 0;
+	static XLogRecPtr start = InvalidXLogRecPtr;
+	TimeLineID	mine = GetWALInsertionTimeLine();
+
+	if (tli != mine)
+	{
+		List	   *history = readTimeLineHistory(mine);
+
+		start = ((TimeLineHistoryEntry *) linitial(history))->begin;
+		tli = mine;
+	}
+	return start;
+}
+
+/*
+ * The new writer inherits the key ranges of the old one (by default the
+ * whole key space belongs to instance 0): its instance id replaces the
+ * old writer's in the partition map.
+ */
+static void
+inherit_ranges(Relation index, dm_tree *tree, int old_instance)
+{
+	for (int k = 0; k < 10; k++)
+	{
+		dm_partition_map m;
+		bool		changed = false;
+		int			rc;
+
+		if ((rc = dm_tree_partitions_get(tree, &m)) != DM_OK)
+			dmindex_tree_error(index, tree, rc);
+		for (int i = 0; i < m.n; i++)
+			if (m.instance[i] == (uint32) old_instance && old_instance != dmindex_instance_id)
+			{
+				m.instance[i] = (uint32) dmindex_instance_id;
+				changed = true;
+			}
+		if (!changed)
+			return;
+		rc = dm_tree_partitions_set(tree, &m);
+		if (rc == DM_OK)
+			return;
+		if (rc != DM_ERR_EXISTS)
+			dmindex_tree_error(index, tree, rc);
+	}
+}
+
+/*
+ * Decide whether this server writes under the tree's writer word, takes
+ * the tree over, or must refuse it (raises an error).
+ */
+static void
+decide(Relation index, dm_tree *tree)
+{
+	uint64		word, high_water, seen;
+	int			rc;
+
+	for (int k = 0; k < 100; k++)
+	{
+		XLogRecPtr	fork;
+
+		if ((rc = dm_tree_writer_read(tree, &word, &high_water)) != DM_OK)
+			dmindex_tree_error(index, tree, rc);
+		if (DM_WRITER_IDENT(word) == my_ident())
+		{
+			/* a takeover of ours that found the old writer had gone further */
+			if (high_water == DM_WRITER_POISON)
+				refuse_after_failover(index, tree, word, high_water, InvalidXLogRecPtr);
+
+			/*
+			 * Our mark is at least the start of our timeline, except while
+			 * another backend of ours is taking the tree over (it judges
+			 * the old writer's final mark, then raises it): wait for it.
+			 */
+			if (high_water < (uint64) timeline_start())
+			{
+				if (k == 99)
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("the takeover of index \"%s\" by another backend of this server did not finish",
+									RelationGetRelationName(index)),
+							 errhint("Retry; if this persists, REINDEX INDEX %s.",
+									 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+																RelationGetRelationName(index)))));
+				pg_usleep(10000);
+				continue;
+			}
+			dm_tree_writer_adopt(tree, word);
+			/* the ranges this instance writes may have changed (a takeover by another backend) */
+			if ((rc = dm_tree_partitions_refresh(tree, NULL)) != DM_OK)
+				dmindex_tree_error(index, tree, rc);
+			return;
+		}
+		if (!fork_point(IDENT_TLI(DM_WRITER_IDENT(word)), &fork))
+		{
+			/*
+			 * The same timeline, another instance id: this server restarted
+			 * with a new dmindex.instance_id (or split brain: two standbys
+			 * promoted to the same timeline number).  It may read as any
+			 * instance may; writing is the writer's.
+			 */
+			if (IDENT_TLI(DM_WRITER_IDENT(word)) == GetWALInsertionTimeLine())
+			{
+				dm_tree_writer_refuse(tree);
+				return;
+			}
+			refuse_not_writer(index, tree, word);
+		}
+		if (high_water > (uint64) fork || DM_WRITER_EPOCH(word) >= DM_WRITER_EPOCH_MAX)
+			refuse_after_failover(index, tree, word, high_water, fork);
+		/* every change of the tree depends on WAL this server has replayed: take it over */
+		rc = dm_tree_writer_takeover(tree, word, DM_WRITER_MAKE(DM_WRITER_EPOCH(word) + 1, my_ident()),
+									 0, &seen);
+		if (rc != DM_OK)
+			dmindex_tree_error(index, tree, rc);
+		if (seen == word && dm_tree_writer_high_water(tree) > (uint64) fork)
+		{
+			/*
+			 * The old writer raised the mark (and may have written) between
+			 * our look and our takeover: the tree is ours now but unusable.
+			 * Poison the mark so that our other backends refuse it too.
+			 */
+			uint64		final = dm_tree_writer_high_water(tree);
+
+			(void) dm_tree_writer_raise(tree, DM_WRITER_POISON);
+			refuse_after_failover(index, tree, word, final, fork);
+		}
+		if (seen == word && (rc = dm_tree_writer_raise(tree, (uint64) GetXLogInsertRecPtr())) != DM_OK)
+			dmindex_tree_error(index, tree, rc);
+		if (seen == word)
+		{
+			inherit_ranges(index, tree, IDENT_INSTANCE(DM_WRITER_IDENT(word)));
+			if ((rc = dm_tree_partitions_refresh(tree, NULL)) != DM_OK)
+				dmindex_tree_error(index, tree, rc);
+			ereport(LOG,
+					(errmsg("dmindex: took over the remote tree of index \"%s\" from instance %d on timeline %u (writer epoch %u)",
+							RelationGetRelationName(index), IDENT_INSTANCE(DM_WRITER_IDENT(word)),
+							IDENT_TLI(DM_WRITER_IDENT(word)), DM_WRITER_EPOCH(word) + 1)));
+			return;
+		}
+		/* another backend (or server) got there first: look again */
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("could not settle the writer of index \"%s\"", RelationGetRelationName(index))));
+}
+
+void
+dmindex_writer_check(Relation index, dm_tree *tree)
+{
+	WriterCheck *wc;
+	bool		found;
+	TimestampTz now;
+
+	/* a standby only reads; after its promotion every handle is decided afresh */
+	if (RecoveryInProgress() || !replicated(index))
+		return;
+	if (checks == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(dm_tree *);
+		ctl.entrysize = sizeof(WriterCheck);
+		ctl.hcxt = TopMemoryContext;
+		checks = hash_create("dmindex writer checks", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	now = GetCurrentTimestamp();
+	wc = hash_search(checks, &tree, HASH_ENTER, &found);
+	/* (a new handle at a freed one's address adopted whatever word it found: decide again) */
+	if (found && wc->tree_id == dm_tree_id(tree) && wc->word == dm_tree_writer_word(tree) &&
+		!dm_tree_writer_refused(tree) && !TimestampDifferenceExceeds(wc->checked, now, RECHECK_MS))
+		return;
+	wc->tree_id = dm_tree_id(tree);
+	wc->checked = 0;
+	wc->word = 0;
+	decide(index, tree);
+	wc->word = dm_tree_writer_word(tree);
+	wc->checked = now;
+}
+
+bool
+dmindex_writer_may_free(dm_tree *tree)
+{
+	uint64		word;
+	bool		ok = false;
+
+	if (RecoveryInProgress() || dm_tree_writer_read(tree, &word, NULL) != DM_OK)
+		return false;
+	if (DM_WRITER_IDENT(word) == my_ident())
+		return true;
+
+	/*
+	 * Written from an older timeline of ours: we are its successor (the
+	 * writer may not have noticed yet).  Anything else belongs to a server
+	 * that took over from us, or to another branch of history.
+	 */
+	PG_TRY();
+	{
+		XLogRecPtr	fork;
+
+		ok = fork_point(IDENT_TLI(DM_WRITER_IDENT(word)), &fork);
+	}
+	PG_CATCH();
+	{
+		FlushErrorState();
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
