@@ -40,7 +40,7 @@ typedef struct dm_inner_ent
 #define DM_VERSION_DIRTY (UINT64_C(1) << 63)
 
 /* flags */
-#define DM_NODE_DEAD 0x1		/* replaced (e.g. the empty root a bulk load superseded) */
+#define DM_NODE_DEAD 0x1		/* retired: a superseded empty root, a reclaimed leaf (dm_tree_reclaim.c) */
 
 #define NODE_HDR(buf) ((dm_node_hdr *) (buf))
 #define LEAF_ENTS(buf) ((dm_entry *) ((uint8_t *) (buf) + DM_NODE_HEADER))

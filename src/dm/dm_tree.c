@@ -477,6 +477,9 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 		uint32_t	frame = DM_FRAME_NONE;
 		/* the cached parent we came through, if it may be stale (shared) */
 		dm_gaddr	stale_suspect = 0;
+		/* reached by a right link from a copy whose high fence was came_high */
+		int			via_right = 0;
+		dm_entry	came_high = DM_ENTRY_MIN;
 
 		if (restarts > 0)
 		{
@@ -519,7 +522,17 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				t->ctr.root_repairs++;
 				break;
 			}
-			if ((h->flags & DM_NODE_DEAD) || left_of_low || h->level < level)
+			/*
+			 * A dead leaf right after the leaf we came from: an empty range
+			 * (an unlink in progress or done, dm_tree_reclaim.c).  A reader
+			 * takes it as the leaf for e (it has no entries) or moves on
+			 * through its right link; a writer starts over (lock_covering
+			 * finishes the unlink).
+			 */
+			int			empty_range = via_right && !no_read && level == 0 && h->level == 0 &&
+				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(h->low, came_high) == 0;
+
+			if (((h->flags & DM_NODE_DEAD) && !empty_range) || left_of_low || h->level < level)
 				break;			/* stale: start over from the root word */
 			if (right_of_high)
 			{
@@ -536,6 +549,8 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 					dm_cache_invalidate(t->cache, t->ctag, stale_suspect);
 					stale_suspect = 0;
 				}
+				came_high = h->high;
+				via_right = 1;
 				if ((rc = dm_node_fetch(t, right, h->level, DM_FETCH_CTX_NONE, buf, &frame)) != DM_OK)
 					return rc;
 				addr = right;
@@ -579,6 +594,7 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 					return rc;
 				addr = child;
 				top = 0;
+				via_right = 0;
 				if (NODE_HDR(buf)->level != want)
 					break;
 			}
@@ -625,7 +641,8 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 {
 	dm_gaddr	addr;
 	dm_fetch_ctx ctx;
-	int			rc;
+	int			rc,
+				released;
 
 	for (int attempt = 0; attempt < MAX_RESTARTS; attempt++)
 	{
@@ -634,6 +651,7 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 			return rc;
 		if ((rc = dm_node_wlock(t, addr, level, ctx, buf, wl)) != DM_OK)
 			return rc;
+		released = 0;
 		for (;;)
 		{
 			dm_node_hdr *h = NODE_HDR(buf);
@@ -643,17 +661,54 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 				break;			/* changed under us before we locked it: descend again */
 			if (dm_node_covers(buf, e))
 				return DM_OK;
+			if (right == 0)
+			{
+				dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+				return dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
+									(unsigned long long) addr);
+			}
+			/*
+			 * An unlink whose reclaimer stopped after marking our right
+			 * sibling dead (dm_tree_reclaim.c): we hold its left
+			 * neighbour, so finish it and start over.
+			 */
+			if (level == 0)
+			{
+				uint8_t    *rbuf = aligned_alloc(8, t->node_size);
+				int			dead;
+
+				if (rbuf == NULL)
+				{
+					dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+					return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
+				}
+				if ((rc = dm_node_read(t, right, rbuf)) != DM_OK)
+				{
+					free(rbuf);
+					dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+					return rc;
+				}
+				dead = (NODE_HDR(rbuf)->flags & DM_NODE_DEAD) && NODE_HDR(rbuf)->level == level &&
+					dm_entry_cmp(NODE_HDR(rbuf)->low, h->high) == 0;
+				if (dead)
+					rc = dm_tree_finish_unlink(t, wl, buf, rbuf);
+				free(rbuf);
+				if (dead)
+				{
+					if (rc != DM_OK && rc != DM_TREE_STALE)
+						return rc;
+					released = 1;
+					break;
+				}
+			}
 			/* split after our descent read it: the entry moved right */
 			if ((rc = dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL)) != DM_OK)
 				return rc;
-			if (right == 0)
-				return dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
-									(unsigned long long) addr);
 			addr = right;
 			if ((rc = dm_node_wlock(t, addr, level, DM_FETCH_CTX_NONE, buf, wl)) != DM_OK)
 				return rc;
 		}
-		if ((rc = dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL)) != DM_OK)
+		if (!released && (rc = dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL)) != DM_OK)
 			return rc;
 		/* a cached shared parent that led to the wrong node must be read again */
 		if (t->cache && ctx.suspect)
@@ -811,13 +866,24 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			dm_gaddr	raddr;
 			dm_inner_ent up;
 			uint16_t	mn = dm_tree_place(t, level, dm_gaddr_node(addr));
+			uint64_t	rver = 0;
 
-			if ((rc = dm_node_alloc(t, mn, &raddr)) != DM_OK)
+			/*
+			 * A reused node (dm_tree_reclaim.c) only where it is written
+			 * after this node's guard, in one batch: on the same memnode.
+			 */
+			if (mn == dm_gaddr_node(addr))
+				rc = dm_node_alloc_split(t, mn, &raddr, &rver);
+			else
+				rc = dm_node_alloc(t, mn, &raddr);
+			if (rc != DM_OK)
 			{
 				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
 				goto out;
 			}
 			dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
+			/* versions at an address only grow: a stale write fenced on an old one never lands */
+			NODE_HDR(rbuf)->version = rver;
 			rh->right = h->right;
 			rh->left = addr;
 			for (int x = half; x < m; x++)
@@ -842,7 +908,14 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			rc = dm_node_wunlock(t, &wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf);
 			if (rc == DM_TREE_STALE)
 			{
-				t->ctr.nodes_unlinked++;	/* the new node stays unreachable */
+				/* the new node was not written (same memnode) or stays unreachable */
+				if (rver != 0)
+				{
+					if ((rc = dm_tree_reuse_return(t, raddr)) != DM_OK)
+						goto out;
+				}
+				else
+					t->ctr.nodes_unlinked++;
 				continue;
 			}
 			if (rc != DM_OK)

@@ -233,6 +233,8 @@ typedef struct dm_tree_stats
 	double		leaf_fill;		/* entries / (leaves * leaf capacity) */
 	uint64_t	remote_bytes;	/* nodes * node size */
 	uint64_t	nodes_by_memnode[DM_TREE_MAX_MEMNODES];	/* by position in the tree's memnode list */
+	uint64_t	free_nodes;		/* in the reuse list (not counted above) */
+	uint64_t	half_dead;		/* dead leaves still in the sibling chain (unfinished unlinks) */
 } dm_tree_stats;
 extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
 
@@ -245,6 +247,28 @@ extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
  * *entries (may be NULL) receives the number of leaf entries.
  */
 extern int	dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msglen);
+
+/*
+ * Take empty leaves out of the tree and keep their nodes for reuse by later
+ * splits (dm_tree_reclaim.c; DESIGN.md §5).  A leaf is taken out when it is
+ * empty and not the first child of its parent; at most as many per pass as
+ * the tree's reuse list (8191 nodes) has room for.  Run by one process per
+ * tree at a time (VACUUM); readers and writers may run concurrently.
+ */
+typedef struct dm_reclaim_result
+{
+	uint64_t	parents;		/* level-1 nodes visited */
+	uint64_t	leaves;			/* leaves seen */
+	uint64_t	empty_leaves;	/* of which empty */
+	uint64_t	leaves_reclaimed;	/* taken out now */
+	uint64_t	free_nodes;		/* in the reuse list afterwards */
+} dm_reclaim_result;
+extern int	dm_tree_reclaim(dm_tree *t, dm_reclaim_result *res);
+/*
+ * The nodes in the tree's reuse list (up to max of them in addrs, which may
+ * be NULL); *n counts them all.
+ */
+extern int	dm_tree_reuse_list(dm_tree *t, dm_gaddr *addrs, int max, int *n);
 
 /*
  * Compute-side cache and key ownership (DESIGN.md §6–§7, DEX §4–§5).
@@ -444,6 +468,9 @@ typedef struct dm_tree_counters
 	uint64_t	nodes_unlinked;	/* nodes it allocated that never got linked: a split redone
 								 * after its write was fenced off, a new root another grower
 								 * beat (leaked until the tree is dropped) */
+	uint64_t	leaves_reclaimed;	/* empty leaves this handle took out (dm_tree_reclaim) */
+	uint64_t	nodes_reused;	/* nodes its splits took from the tree's reuse list */
+	uint64_t	unlinks_finished;	/* unlinks of a dead reclaimer this handle finished */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

@@ -32,16 +32,21 @@
  * pointed to are returned (a grant's unused rest), so no reader can hold an
  * address inside a returned range.
  *
- * Not done here yet: empty leaves are not reclaimed (deletes leave them in
- * the tree, DESIGN.md §5).  Reusing a node that was reachable needs, beyond
- * unlinking it under locks and marking it DM_NODE_DEAD: (a) writers that
- * lock a node must not lose their lock to the reuse (today a new node is
- * written whole, lock word included, and the memnode's returned-range
- * header and zeroing overwrite the lock word), so a reused address must be
- * locked by CAS before its new contents are written; (b) a reader that
- * finds freed memory must restart rather than retry validation until it
- * reports corruption; (c) iterator steps (dm_tree_scan.c) must treat a DEAD
- * leaf as stale.  These are changes to the node write/lock protocol.
+ * Reused nodes.  Empty leaves that VACUUM takes out of the tree
+ * (dm_tree_reclaim.c) are not returned to the memnode: its returned-range
+ * header and zeroing would overwrite their lock and version words, and a
+ * chunk freed whole could go to another tree, so a stale write fenced on an
+ * old version could land there.  They stay with the tree, as DEAD nodes
+ * keeping their last version, in the tree's reuse list, and
+ * dm_node_alloc_split() hands them to splits when the handle's grant is
+ * used up: the new contents continue the address's version sequence (the
+ * split seals version + 1), and are written after the guard of the node
+ * that links them, in the same batch (so a fenced split writes nothing
+ * there and the node is given back).  Why no reader or writer is misled by
+ * a reused address is argued at the top of dm_tree_reclaim.c: the address
+ * is claimed by a CAS on its reuse slot (one claimer), readers validate
+ * every hop (DEAD, level, fences) and restart from the root, and an old
+ * version never comes back.
  */
 #include "dm_tree_int.h"
 
@@ -84,6 +89,29 @@ dm_node_alloc(dm_tree *t, uint16_t memnode, dm_gaddr *addr)
 	*addr = s->cur;
 	s->cur += t->node_size;
 	return DM_OK;
+}
+
+int
+dm_node_alloc_split(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version)
+{
+	dm_slab    *s = slab_of(t, memnode);
+
+	*version = 0;
+	/*
+	 * Freed nodes first while the tree has any (else they would pile up
+	 * while grants keep taking new memory); with none known, look again
+	 * only when the grant is used up, before asking for a new one.
+	 */
+	if (s != NULL && !t->alloc_bulk &&
+		((int64_t) t->reuse_hint > 0 || s->cur == 0 || s->cur + t->node_size > s->end))
+	{
+		int			rc = dm_tree_reuse_pop(t, memnode, addr, version);
+
+		if (rc != DM_ERR_NOTFOUND)
+			return rc;
+		*version = 0;
+	}
+	return dm_node_alloc(t, memnode, addr);
 }
 
 int

@@ -47,6 +47,12 @@ struct dm_tree
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
 	int			alloc_bulk;		/* a bulk load is running: large grants */
 	dm_tree_counters ctr;
+	/* the tree's reuse list (dm_tree_reclaim.c) */
+	dm_gaddr	reuse_blk;		/* its block, 0 = not known yet */
+	uint64_t	reuse_hint;		/* its count word when last read */
+	unsigned	reuse_pop_win;	/* window of the block to look at first for a free node */
+	unsigned	reuse_push_win;	/* and for an empty slot */
+	unsigned	reuse_probe;	/* calls that did not look */
 
 	/* cache and ownership (dm_tree_own.c) */
 	dm_cache   *cache;			/* NULL: every read is remote */
@@ -181,7 +187,8 @@ extern void dm_tree_wlog_free(dm_tree *t);
  * 1 magic/format/node size/placement, 2 memnodes and lock timeout, 3-6
  * memnode list, 7 partition map (dm_tree_own.c), 8 writer word, 9
  * high-water mark, 10 fence directory (dm_tree_writer.c), 11 removal
- * horizon (dm_tree_replica.c), 12-15 unused (zero).
+ * horizon (dm_tree_replica.c), 12 the reuse list of reclaimed nodes
+ * (dm_tree_reclaim.c), 13-15 unused (zero).
  */
 #define DM_META_WORD_ADDR(t, k) ((t)->info.meta_addr + 8 * ((k) - 1))
 #define DM_META_HORIZON 11
@@ -201,6 +208,27 @@ extern int	dm_tree_writable(dm_tree *t, const char *what);
 extern int	dm_tree_read_node_raw(dm_tree *t, dm_gaddr addr, void *buf);
 /* After several nodes were read another way: read the horizon (replica handles). */
 extern int	dm_tree_read_horizon_after(dm_tree *t);
+
+/*
+ * A new node for a split of a node on `memnode` (written in the same batch,
+ * after that node's guard): from the handle's grant, or, when the grant is
+ * used up, a free node of the tree's reuse list.  *version is what the new
+ * node's version must start from (its seal adds one): 0 for fresh memory,
+ * a reused node's last version otherwise.
+ */
+extern int	dm_node_alloc_split(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version);
+
+/* dm_tree_reclaim.c */
+/* Pop a free node on memnode (DM_ERR_NOTFOUND: none); *version its last version. */
+extern int	dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version);
+/* Give back a popped node that was never written. */
+extern int	dm_tree_reuse_return(dm_tree *t, dm_gaddr addr);
+/*
+ * The locked node (wl, copy buf) has as right sibling a DEAD node (copy
+ * rbuf) whose low fence is buf's high fence: finish that unlink (buf takes
+ * its range) and release the lock.  DM_OK or DM_TREE_STALE; descend again.
+ */
+extern int	dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, const void *rbuf);
 
 /* dm_tree_own.c */
 extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);

@@ -134,7 +134,13 @@ step_right(dm_iter *it)
 							(unsigned long long) it->addr);
 	if ((rc = dm_node_fetch(t, right, 0, DM_FETCH_CTX_NONE, it->buf, NULL)) != DM_OK)
 		return rc;
-	if (NODE_HDR(it->buf)->level != 0 || dm_entry_cmp(NODE_HDR(it->buf)->low, high) != 0)
+	/*
+	 * A dead leaf whose low fence is our high fence is an empty range (an
+	 * unlink in progress or done, dm_tree_reclaim.c: sound whatever the
+	 * address held since): we stay on it and step right again from it.
+	 */
+	if (NODE_HDR(it->buf)->level != 0 || dm_entry_cmp(NODE_HDR(it->buf)->low, high) != 0 ||
+		((NODE_HDR(it->buf)->flags & DM_NODE_DEAD) && NODE_HDR(it->buf)->count != 0))
 	{
 		/* not the neighbour we expected (memory reused?): find it from the root */
 		if ((rc = dm_tree_descend(t, high, 0, &right, it->buf)) != DM_OK)

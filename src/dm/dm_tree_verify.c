@@ -7,7 +7,10 @@
  * trip).  Between two consecutive children the sibling chain may contain a
  * node no parent lists yet — the right half of a split whose parent update
  * has not happened (a process died in between): that is legal in a B-link
- * tree and is followed and counted, not reported.
+ * tree and is followed and counted, not reported.  So is a dead empty leaf
+ * whose left neighbour has not yet taken its range (a reclaimer stopped
+ * mid-unlink, dm_tree_reclaim.c).  Verify also checks the tree's reuse
+ * list: dead empty leaves the walk did not reach, each listed once.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +27,26 @@ typedef struct walk
 	size_t		msglen;
 	int			failed;
 	uint64_t	half_splits;
+	dm_gaddr   *seen;			/* every node the walk reached (verify: for the reuse list) */
+	size_t		nseen,
+				capseen;
 } walk;
+
+static int
+note_seen(walk *w, dm_gaddr addr)
+{
+	if (w->nseen == w->capseen)
+	{
+		dm_gaddr   *n = realloc(w->seen, (w->capseen ? w->capseen * 2 : 1024) * sizeof(dm_gaddr));
+
+		if (n == NULL)
+			return DM_ERR_NOMEM;
+		w->seen = n;
+		w->capseen = w->capseen ? w->capseen * 2 : 1024;
+	}
+	w->seen[w->nseen++] = addr;
+	return DM_OK;
+}
 
 static int	problem(walk *w, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
@@ -159,13 +181,25 @@ run_walk(walk *w)
 			}
 
 			/* the chain from the previous node may pass unlisted half-split nodes */
-			for (;;)
+			for (int followed = 0;; followed = 1)
 			{
 				const dm_node_hdr *h = NODE_HDR(buf);
 				int			mi = memnode_index(t, dm_gaddr_node(addr));
+				/*
+				 * An unlisted dead empty leaf: an unlink whose reclaimer
+				 * stopped before its left neighbour took its range
+				 * (dm_tree_reclaim.c); the next writer there finishes it.
+				 */
+				int			half_dead = followed && level == 0 && h->level == 0 &&
+					(h->flags & DM_NODE_DEAD) && h->count == 0 &&
+					dm_entry_cmp(h->low, expect_low) == 0 && dm_entry_cmp(h->low, h->high) < 0;
 
-				if ((rc = check_node(w, addr, buf, level)) != DM_OK)
+				if ((rc = note_seen(w, addr)) != DM_OK)
 					goto out;
+				if (!half_dead && (rc = check_node(w, addr, buf, level)) != DM_OK)
+					goto out;
+				if (half_dead && w->st)
+					w->st->half_dead++;
 				if (mi < 0)
 				{
 					rc = problem(w, "node 0x%llx is on memnode %u, not one of the tree's", (unsigned long long) addr,
@@ -189,7 +223,7 @@ run_walk(walk *w)
 					rc = problem(w, "node 0x%llx has no left sibling pointer", (unsigned long long) addr);
 					goto out;
 				}
-				if (w->st)
+				if (w->st && !half_dead)
 				{
 					w->st->nodes[level < 16 ? level : 15]++;
 					w->st->nodes_by_memnode[mi]++;
@@ -269,17 +303,87 @@ out:
 	return rc;
 }
 
+static int
+cmp_gaddr(const void *a, const void *b)
+{
+	dm_gaddr	x = *(const dm_gaddr *) a,
+				y = *(const dm_gaddr *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The reuse list (dm_tree_reclaim.c): every node in it is a dead, empty
+ * leaf of this tree that the walk did not reach, and none is in it twice.
+ */
+static int
+check_free(walk *w)
+{
+	dm_tree    *t = w->t;
+	dm_gaddr   *addrs = malloc(sizeof(dm_gaddr) * 8192);
+	uint8_t    *buf = aligned_alloc(8, t->node_size);
+	int			n,
+				rc;
+
+	if (buf == NULL || addrs == NULL)
+	{
+		free(buf);
+		free(addrs);
+		return DM_ERR_NOMEM;
+	}
+	if ((rc = dm_tree_reuse_list(t, addrs, 8192, &n)) != DM_OK)
+		goto out;
+	if (n > 8192)
+	{
+		rc = problem(w, "reuse list holds %d nodes, more than it has slots", n);
+		goto out;
+	}
+	if (w->st)
+		w->st->free_nodes = (uint64_t) n;
+	qsort(w->seen, w->nseen, sizeof(dm_gaddr), cmp_gaddr);
+	qsort(addrs, (size_t) n, sizeof(dm_gaddr), cmp_gaddr);
+	for (int i = 0; i < n; i++)
+	{
+		const dm_node_hdr *h = NODE_HDR(buf);
+
+		if (i > 0 && addrs[i] == addrs[i - 1])
+		{
+			rc = problem(w, "node 0x%llx is in the reuse list twice", (unsigned long long) addrs[i]);
+			goto out;
+		}
+		if (bsearch(&addrs[i], w->seen, w->nseen, sizeof(dm_gaddr), cmp_gaddr) != NULL)
+		{
+			rc = problem(w, "node 0x%llx is in the reuse list but still in the tree", (unsigned long long) addrs[i]);
+			goto out;
+		}
+		if ((rc = dm_node_read(t, addrs[i], buf)) != DM_OK)
+			goto out;
+		if (!(h->flags & DM_NODE_DEAD) || h->level != 0 || h->count != 0)
+		{
+			rc = problem(w, "node 0x%llx in the reuse list is not a dead empty leaf", (unsigned long long) addrs[i]);
+			goto out;
+		}
+	}
+out:
+	free(buf);
+	free(addrs);
+	return rc;
+}
+
 int
 dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msglen)
 {
 	dm_tree_stats st;
-	walk		w = {t, &st, msg, msglen, 0, 0};
+	walk		w = {t, &st, msg, msglen, 0, 0, NULL, 0, 0};
 	int			rc;
 
 	memset(&st, 0, sizeof(st));
 	if (msg && msglen)
 		msg[0] = '\0';
 	rc = run_walk(&w);
+	if (rc == DM_OK)
+		rc = check_free(&w);
+	free(w.seen);
 	if (rc == DM_ERR_CORRUPT && !w.failed)
 		problem(&w, "%s", t->err);
 	if (rc == DM_OK && entries)
@@ -290,14 +394,19 @@ dm_tree_verify(dm_tree *t, uint64_t *entries, char *msg, size_t msglen)
 int
 dm_tree_stats_get(dm_tree *t, dm_tree_stats *st)
 {
-	walk		w = {t, st, t->err, sizeof(t->err), 0, 0};
+	walk		w = {t, st, t->err, sizeof(t->err), 0, 0, NULL, 0, 0};
 	uint64_t	nodes = 0;
-	int			rc;
+	int			rc,
+				nfree;
 
 	memset(st, 0, sizeof(*st));
 	rc = run_walk(&w);
+	free(w.seen);
 	if (rc != DM_OK)
 		return rc;
+	if ((rc = dm_tree_reuse_list(t, NULL, 0, &nfree)) != DM_OK)
+		return rc;
+	st->free_nodes = (uint64_t) nfree;
 	for (int l = 0; l < 16; l++)
 		nodes += st->nodes[l];
 	st->remote_bytes = nodes * t->node_size;

@@ -6,6 +6,15 @@
  * fail rather than let the heap reuse line pointers an entry still points
  * to.  Before it returns, no index-only scan may still hold a deleted
  * entry (dmscanpin.c).  VACUUM touches no other index than its own.
+ *
+ * When it removed entries it then takes the leaves they left empty out of
+ * the tree (dm_tree_reclaim, src/dm/dm_tree_reclaim.c), so that their nodes
+ * serve later splits: an index whose rows are deleted and replaced by rows
+ * with other keys does not grow without bound.  VACUUM is the reclaimer
+ * because it is the one process that deletes entries and, holding
+ * ShareUpdateExclusiveLock on the table, the only one doing so for this
+ * index (the reclaim pass assumes one reclaimer per tree); concurrent scans
+ * and inserts are safe (the core validates every hop, see there).
  */
 #include "postgres.h"
 
@@ -106,6 +115,17 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	if (rc < 0)
 		dmindex_tree_error(index, tree, -rc);
 	pfree(dead);
+	if (stats->tuples_removed > 0)
+	{
+		dm_reclaim_result res;
+
+		if ((rc = dm_tree_reclaim(tree, &res)) != DM_OK)
+			dmindex_tree_error(index, tree, rc);
+		/* VACUUM VERBOSE shows remote nodes as "pages" */
+		stats->pages_newly_deleted += (BlockNumber) res.leaves_reclaimed;
+		stats->pages_deleted += (BlockNumber) res.leaves_reclaimed;
+		stats->pages_free = (BlockNumber) res.free_nodes;
+	}
 	stats->num_index_tuples = kept;
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->estimated_count = false;

@@ -1,0 +1,942 @@
+/*
+ * test_tree_reclaim.c — empty leaves taken out of the tree and their nodes
+ * reused (src/dm/dm_tree_reclaim.c), with a real memnode, over shm and tcp.
+ *
+ * Sections:
+ *  1. model: random inserts, whole ranges deleted, reclaim, reinsertion in
+ *     other ranges; after every phase the tree verifies (which checks the
+ *     reuse list: dead empty leaves the tree does not reach) and full scans
+ *     both ways equal the model.  Leaves are reclaimed and nodes reused.
+ *  2. bounded: fill a range, delete it, reclaim, fill another range, N
+ *     times; the memnode's bytes_in_use stays bounded (with reclamation off
+ *     the same loop grows every round; both are printed).
+ *  3. concurrent (shm, tear mode): writers churn their own key bands (fill,
+ *     delete, refill: leaves emptied, reclaimed, reused under them) while a
+ *     reclaimer loops and scanners check every full scan (both directions)
+ *     for order, no duplicate and every stable entry; one of the scanners is
+ *     replica-style and must issue no write, CAS or FAA at all.  Then
+ *     verify and the exact contents.
+ *  4. faults: a reclaimer that unlinks one leaf fails, is killed, or (shm)
+ *     is killed between two stored words, at every step; afterwards the
+ *     tree verifies, scans equal the model, a writer in the range finishes
+ *     any half-done unlink, and a second pass reclaims what is left.
+ * TREE_SEED sets the keys; TREE_SCALE=<percent> the sizes; RECLAIM_SECTIONS
+ * (e.g. "model,faults") runs only some sections.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dm_client.h"
+#include "dm_region.h"
+#include "dm_tree.h"
+#include "entrymodel.h"
+#include "testutil.h"
+
+#define LOCK_TIMEOUT_MS 300		/* a killed reclaimer's locks are taken over fast */
+
+static memnode_proc mn;
+static uint64_t g_seed = 1;
+static int	g_scale = 100;
+
+typedef struct transport
+{
+	const char *name;
+	int			backend;
+} transport;
+
+static const transport transports[] = {{"shm", DM_BACKEND_SHM}, {"tcp", DM_BACKEND_TCP}};
+
+static dm_client *
+connect_client(int backend, int flags, const char *who)
+{
+	dm_client_opts o;
+	dm_client  *c;
+	uint16_t	id;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = backend;
+	o.flags = flags;
+	o.op_timeout_ms = 20000;
+	o.name = who;
+	if ((c = dm_client_create(&o)) == NULL)
+		return NULL;
+	if (dm_client_connect(c, mn.addr, &id) != DM_OK)
+	{
+		fprintf(stderr, "# %s: connect: %s\n", who, dm_client_error(c));
+		dm_client_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static uint64_t
+bytes_in_use(dm_client *c)
+{
+	dm_node_stats st;
+
+	if (dm_node_stats_get(c, 1, &st) != DM_OK)
+		return UINT64_MAX;
+	return st.bytes_in_use;
+}
+
+static int	g_quiet;			/* make_tree: no assertion line (fault runs) */
+
+static dm_tree *
+make_tree(dm_client *c, const char *name, uint32_t node_size, dm_tree_name *tn)
+{
+	dm_tree_opts o;
+	dm_tree    *t = NULL;
+	int			rc;
+
+	memset(&o, 0, sizeof(o));
+	o.node_size = node_size;
+	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
+	dm_tree_name_named(tn, name);
+	dm_tree_drop(c, 1, tn, NULL);
+	rc = dm_tree_create_new(c, 1, tn, &o, &t);
+	if (!g_quiet || rc != DM_OK)
+		CHECK_STATUS(rc, DM_OK, "%s: create tree (%u-byte nodes)", name, node_size);
+	return rc == DM_OK ? t : NULL;
+}
+
+/* The tree verifies and full scans both ways equal the model. */
+static int
+tree_matches(dm_tree *t, const model *m, const char *what)
+{
+	char		msg[512] = "";
+	uint64_t	cnt = 0;
+	int			ok = 1;
+
+	if (!CHECK_STATUS(dm_tree_verify(t, &cnt, msg, sizeof(msg)), DM_OK, "%s: tree verifies %s", what, msg))
+		return 0;
+	for (int bw = 0; bw < 2 && ok; bw++)
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
+		dm_iter    *it;
+		dm_entry	e;
+		size_t		i = 0;
+		int			rc;
+
+		if (dm_iter_open(t, &r, &it) != DM_OK)
+		{
+			ok = 0;
+			break;
+		}
+		while ((rc = dm_iter_next(it, &e)) == 1)
+		{
+			size_t		want = bw ? m->n - 1 - i : i;
+
+			if (i >= m->n || dm_entry_cmp(e, m->e[want]) != 0)
+			{
+				tap_diag("%s: scan %s: entry %zu is %s, model has %s", what, bw ? "backward" : "forward",
+						 i, E(e), i < m->n ? E(m->e[want]) : "nothing");
+				ok = 0;
+				break;
+			}
+			i++;
+		}
+		if (rc < 0 || i != m->n)
+		{
+			tap_diag("%s: scan %s: rc %d, %zu entries, model %zu", what, bw ? "backward" : "forward", rc, i, m->n);
+			ok = 0;
+		}
+		dm_iter_close(it);
+	}
+	/* and point lookups of a sample */
+	for (size_t i = 0; i < m->n && ok; i += 1 + m->n / 50)
+	{
+		int			found = 0;
+
+		if (dm_tree_contains(t, m->e[i], &found) != DM_OK || !found)
+		{
+			tap_diag("%s: lookup of %s fails", what, E(m->e[i]));
+			ok = 0;
+		}
+	}
+	return CHECK(ok && cnt == m->n, "%s: verify counts %" PRIu64 " entries; scans both ways and lookups equal the model (%zu)",
+				 what, cnt, m->n);
+}
+
+static int
+insert_keys(dm_tree *t, model *m, uint64_t from, uint64_t to, uint64_t step, uint64_t tid)
+{
+	for (uint64_t k = from; k < to; k += step)
+	{
+		dm_entry	e = dm_entry_make(k, tid + k);
+
+		if (dm_tree_insert(t, e, NULL) != DM_OK)
+		{
+			tap_diag("insert: %s", dm_tree_error(t));
+			return 0;
+		}
+		if (m)
+			m_insert(m, e);
+	}
+	return 1;
+}
+
+/* Like insert_keys, in sorted batches of 256 (each leaf written once per batch). */
+static int
+insert_sorted(dm_tree *t, model *m, uint64_t from, uint64_t to, uint64_t step, uint64_t tid)
+{
+	dm_entry	e[256];
+	int			n = 0;
+
+	for (uint64_t k = from; k < to || n > 0; k += step)
+	{
+		if (k < to)
+			e[n++] = dm_entry_make(k, tid + k);
+		if (n == 256 || (k >= to && n > 0) || (k + step >= to && n > 0))
+		{
+			if (dm_tree_insert_sorted(t, e, n, NULL) != DM_OK)
+			{
+				tap_diag("insert_sorted: %s", dm_tree_error(t));
+				return 0;
+			}
+			for (int i = 0; i < n; i++)
+				m_insert(m, e[i]);
+			n = 0;
+			if (k >= to)
+				break;
+		}
+	}
+	return 1;
+}
+
+/* Delete every entry with key in [from, to), in sorted batches as VACUUM does. */
+static int
+delete_range(dm_tree *t, model *m, uint64_t from, uint64_t to)
+{
+	size_t		a = m_lower(m, dm_entry_make(from, 0)),
+				b = m_lower(m, dm_entry_make(to, 0));
+	dm_entry   *e = malloc(sizeof(dm_entry) * (b - a + 1));
+	int			n = (int) (b - a),
+				changed = 0,
+				ok;
+
+	memcpy(e, m->e + a, sizeof(dm_entry) * (size_t) n);
+	ok = dm_tree_delete_sorted(t, e, n, &changed) == DM_OK && changed == n;
+	if (!ok)
+		tap_diag("delete_range: %s (changed %d of %d)", dm_tree_error(t), changed, n);
+	for (int i = 0; i < n; i++)
+		m_delete(m, e[i]);
+	free(e);
+	return ok;
+}
+
+/* ---- 1. model ------------------------------------------------------------------ */
+
+static void
+test_model(const transport *tr, uint32_t node_size)
+{
+	char		name[64];
+	dm_client  *c = connect_client(tr->backend, 0, "model");
+	dm_tree_name tn;
+	dm_tree    *t;
+	model		m = {0};
+	dm_tree_counters ctr;
+	dm_reclaim_result res;
+	uint64_t	reclaimed = 0;
+	int			rounds = 3 * g_scale / 100 + 2;
+
+	snprintf(name, sizeof(name), "reclaim-model-%s-%u", tr->name, node_size);
+	if (!CHECK(c != NULL, "%s: connect", name) || (t = make_tree(c, name, node_size, &tn)) == NULL)
+		goto out;
+	rng_seed_label(g_seed, name, 0);
+	/* keys 0..99999: random fill */
+	for (int i = 0; i < 2500 * g_scale / 100; i++)
+	{
+		dm_entry	e = dm_entry_make(rnd_below(100000), rnd_below(1000));
+
+		if (dm_tree_insert(t, e, NULL) != DM_OK)
+			break;
+		m_insert(&m, e);
+	}
+	tree_matches(t, &m, name);
+	for (int r = 0; r < rounds; r++)
+	{
+		char		what[128];
+		uint64_t	from = rnd_below(80000),
+					to = from + 10000 + rnd_below(20000);
+		uint64_t	rfrom = rnd_below(90000);
+
+		/* a whole range gone, then a few scattered deletes */
+		if (!CHECK(delete_range(t, &m, from, to), "%s round %d: delete keys [%" PRIu64 ", %" PRIu64 ")", name, r, from, to))
+			break;
+		snprintf(what, sizeof(what), "%s round %d after delete", name, r);
+		tree_matches(t, &m, what);
+		if (!CHECK_STATUS(dm_tree_reclaim(t, &res), DM_OK, "%s round %d: reclaim %s", name, r, dm_tree_error(t)))
+			break;
+		tap_diag("%s round %d: %" PRIu64 " leaves, %" PRIu64 " empty, %" PRIu64 " reclaimed, %" PRIu64 " free",
+				 name, r, res.leaves, res.empty_leaves, res.leaves_reclaimed, res.free_nodes);
+		reclaimed += res.leaves_reclaimed;
+		snprintf(what, sizeof(what), "%s round %d after reclaim", name, r);
+		tree_matches(t, &m, what);
+		/* reinsertion elsewhere (and into part of the emptied range) */
+		{
+			dm_entry	e[1200];
+			int			n = 1200 * g_scale / 100;
+
+			n = n > 1200 ? 1200 : n;
+			for (int i = 0; i < n; i++)
+				e[i] = dm_entry_make(rfrom + rnd_below(10000), rnd_below(1000));
+			n = sort_unique(e, n);
+			CHECK(dm_tree_insert_sorted(t, e, n, NULL) == DM_OK, "%s round %d: reinsert %d entries", name, r, n);
+			for (int i = 0; i < n; i++)
+				m_insert(&m, e[i]);
+		}
+		snprintf(what, sizeof(what), "%s round %d after reinsertion", name, r);
+		tree_matches(t, &m, what);
+	}
+	dm_tree_get_counters(t, &ctr);
+	/* small nodes split often enough to use up grants: then freed nodes are reused */
+	CHECK(reclaimed > 0 && ctr.leaves_reclaimed == reclaimed && (ctr.nodes_reused > 0 || node_size > 256),
+		  "%s: %" PRIu64 " leaves reclaimed, %" PRIu64 " nodes reused", name, reclaimed, ctr.nodes_reused);
+	/* everything deleted: every leaf but the first children goes */
+	if (CHECK(delete_range(t, &m, 0, UINT64_MAX), "%s: delete everything", name) &&
+		CHECK_STATUS(dm_tree_reclaim(t, &res), DM_OK, "%s: reclaim of the emptied tree", name))
+	{
+		dm_tree_stats st;
+		int			src;
+
+		tree_matches(t, &m, name);
+		src = dm_tree_stats_get(t, &st);
+		CHECK(src == DM_OK && st.nodes[0] <= st.nodes[1] + (st.height > 2 ? st.nodes[2] : 0) + 1 &&
+			  st.free_nodes == res.free_nodes,
+			  "%s: an empty tree keeps only first children: %" PRIu64 " leaves under %" PRIu64 " parents, %" PRIu64 " free",
+			  name, st.nodes[0], st.nodes[1], st.free_nodes);
+	}
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "%s: destroy", name);
+out:
+	m_free(&m);
+	if (c)
+		dm_client_destroy(c);
+}
+
+/* ---- 2. bounded memnode use ------------------------------------------------------ */
+
+/*
+ * Fill a range of `per` keys, delete it, reclaim (if on), move to another
+ * range; `ranges` distinct ranges of the key space are used in turn
+ * (ranges = 0: every round a new range to the right, as a table whose new
+ * rows get increasing keys).  Returns bytes_in_use growth from round 2 to
+ * the end, and fills *first with the use after round 2.
+ */
+static int64_t
+cycle(const transport *tr, const char *name, int reclaim, int rounds, int per, int ranges, uint64_t *first)
+{
+	dm_client  *c = connect_client(tr->backend, 0, name);
+	dm_tree_name tn;
+	dm_tree    *t;
+	model		m = {0};
+	uint64_t	use = 0,
+				peak = 0;
+	int64_t		grow = -1;
+
+	if (c == NULL || (t = make_tree(c, name, 1024, &tn)) == NULL)
+		goto out;
+	for (int r = 0; r < rounds; r++)
+	{
+		uint64_t	base = (uint64_t) (ranges ? r % ranges : r) * 1000000;
+		dm_reclaim_result res;
+
+		if (!insert_sorted(t, &m, base, base + (uint64_t) per * 7, 7, 0) ||
+			!delete_range(t, &m, base, base + 1000000))
+			goto fail;
+		if (reclaim && dm_tree_reclaim(t, &res) != DM_OK)
+		{
+			tap_diag("%s: reclaim: %s", name, dm_tree_error(t));
+			goto fail;
+		}
+		/* the handle's grant stays with it: give it back so only tree memory counts */
+		dm_tree_alloc_release(t);
+		use = bytes_in_use(c);
+		if (getenv("RECLAIM_VERBOSE"))
+		{
+			dm_tree_counters ctr;
+			dm_tree_stats st;
+
+			dm_tree_get_counters(t, &ctr);
+			dm_tree_stats_get(t, &st);
+			tap_diag("%s round %d: bytes_in_use %" PRIu64 ", %" PRIu64 " leaves %" PRIu64 " inner, %" PRIu64
+					 " free; reclaimed %" PRIu64 ", reused %" PRIu64 ", splits %" PRIu64, name, r, use, st.nodes[0],
+					 st.nodes[1] + st.nodes[2], st.free_nodes, ctr.leaves_reclaimed, ctr.nodes_reused, ctr.splits);
+		}
+		if (r == 1)
+			*first = use;
+		if (use > peak)
+			peak = use;
+	}
+	grow = (int64_t) use - (int64_t) *first;
+	tree_matches(t, &m, name);
+fail:
+	dm_tree_destroy(t);
+out:
+	m_free(&m);
+	if (c)
+		dm_client_destroy(c);
+	return grow;
+}
+
+static void
+test_bounded(const transport *tr)
+{
+	char		name[64];
+	int			rounds = 8 * g_scale / 100 + 4;
+	int			per = 2000;
+	uint64_t	f_on = 0,
+				f_off = 0,
+				f_new = 0,
+				f_newoff = 0;
+	int64_t		on,
+				off,
+				nw,
+				nwoff;
+
+	snprintf(name, sizeof(name), "reclaim-bounded-%s", tr->name);
+	on = cycle(tr, name, 1, rounds, per, 4, &f_on);
+	snprintf(name, sizeof(name), "reclaim-unbounded-%s", tr->name);
+	off = cycle(tr, name, 0, rounds, per, 4, &f_off);
+	tap_diag("%s: %d rounds of %d keys over 4 ranges: bytes_in_use grows %" PRId64 " bytes after round 2 (%" PRIu64
+			 ") with reclamation, %" PRId64 " without (%" PRIu64 ")", tr->name, rounds, per, on, f_on, off, f_off);
+	/* (without reclamation this pattern grows only until every range was filled once) */
+	CHECK(on >= 0 && off >= 0 && on <= 16 * 1024,
+		  "%s: with reclamation memnode use stays bounded over %d rounds (grew %" PRId64 " bytes; without: %" PRId64 ")",
+		  tr->name, rounds, on, off);
+
+	/* ever new ranges to the right: inner nodes keep one (empty) first child each */
+	snprintf(name, sizeof(name), "reclaim-newranges-%s", tr->name);
+	nw = cycle(tr, name, 1, rounds, per, 0, &f_new);
+	snprintf(name, sizeof(name), "reclaim-newranges-off-%s", tr->name);
+	nwoff = cycle(tr, name, 0, rounds, per, 0, &f_newoff);
+	tap_diag("%s: ever new ranges: grows %" PRId64 " bytes with reclamation, %" PRId64 " without", tr->name, nw, nwoff);
+	CHECK(nwoff > (int64_t) (rounds - 2) * per * 8,
+		  "%s: ever new ranges without reclamation: the memnode grows every round (%" PRId64 " bytes)", tr->name, nwoff);
+	CHECK(nw >= 0 && nw * 5 < nwoff,
+		  "%s: ever new ranges: reclamation keeps growth under a fifth (%" PRId64 " vs %" PRId64 " bytes)", tr->name, nw, nwoff);
+}
+
+/* ---- 3. concurrent readers, writers and the reclaimer ----------------------------- */
+
+#define BANDS 3					/* writers, one key band each */
+#define BAND 1000000
+#define STABLE_STEP 97			/* stable keys: multiples of this in every band */
+#define STABLE_SPAN 25000		/* below this offset in the band */
+#define NSTABLE (BANDS * (STABLE_SPAN / STABLE_STEP + 1))
+
+typedef struct shared
+{
+	volatile int stop;
+	volatile int failed;
+	char		msg[256];
+	uint64_t	scans;
+	uint64_t	reclaimed;
+	uint64_t	reused;
+	uint64_t	replica_writes;
+} shared;
+
+static shared *sh;
+
+static void
+cfail(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (sh->failed++)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(sh->msg, sizeof(sh->msg), fmt, ap);
+	va_end(ap);
+}
+
+static int
+is_stable(uint64_t key)
+{
+	return key % BAND % STABLE_STEP == 0 && key % BAND < STABLE_SPAN;
+}
+
+/* Writer w: churn keys of band w that are not stable: fill a sub-range, delete it, again. */
+static void
+writer(const dm_tree_name *tn, int w, int rounds)
+{
+	dm_client  *c = connect_client(DM_BACKEND_SHM, DM_CLIENT_TEAR, "writer");
+	dm_tree    *t = NULL;
+	model		m = {0};
+	dm_tree_counters ctr;
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+	{
+		cfail("writer %d: open", w);
+		_exit(1);
+	}
+	rng_seed_label(g_seed, "writer", (uint64_t) w);
+	for (int r = 0; r < rounds && !sh->failed; r++)
+	{
+		uint64_t	from = (uint64_t) w * BAND + rnd_below(STABLE_SPAN - 1000);
+
+		for (uint64_t k = from; k < from + 1200; k += 3)
+		{
+			dm_entry	e = dm_entry_make(k, 1);
+
+			if (is_stable(k))
+				continue;
+			if (dm_tree_insert(t, e, NULL) != DM_OK)
+			{
+				cfail("writer %d: insert: %s", w, dm_tree_error(t));
+				_exit(1);
+			}
+			m_insert(&m, e);
+		}
+		/* keep one entry in ten of the round: the rest are deleted */
+		{
+			dm_entry   *d = malloc(sizeof(dm_entry) * m.n);
+			int			n = 0,
+						changed = 0;
+
+			for (size_t i = 0; i < m.n; i++)
+				if (m.e[i].key % 10 != 0)
+					d[n++] = m.e[i];
+			if (dm_tree_delete_sorted(t, d, n, &changed) != DM_OK || changed != n)
+				cfail("writer %d: delete: %s (%d of %d)", w, dm_tree_error(t), changed, n);
+			for (int i = 0; i < n; i++)
+				m_delete(&m, d[i]);
+			free(d);
+		}
+	}
+	/* the band's exact contents: stable keys and the kept tenth */
+	for (size_t i = 0; i < m.n && !sh->failed; i++)
+	{
+		int			found = 0;
+
+		if (dm_tree_contains(t, m.e[i], &found) != DM_OK || !found)
+			cfail("writer %d: kept entry %s missing", w, E(m.e[i]));
+	}
+	dm_tree_get_counters(t, &ctr);
+	__sync_fetch_and_add(&sh->reused, ctr.nodes_reused);
+	/* publish the kept entries for the final check */
+	{
+		char		path[128];
+		FILE	   *f;
+
+		snprintf(path, sizeof(path), "/tmp/reclaim-test-%d-%d", (int) getppid(), w);
+		if ((f = fopen(path, "w")) != NULL)
+		{
+			for (size_t i = 0; i < m.n; i++)
+				fprintf(f, "%" PRIu64 " %" PRIu64 "\n", m.e[i].key, m.e[i].tid);
+			fclose(f);
+		}
+	}
+	_exit(0);
+}
+
+static void
+reclaimer(const dm_tree_name *tn)
+{
+	dm_client  *c = connect_client(DM_BACKEND_SHM, DM_CLIENT_TEAR, "reclaimer");
+	dm_tree    *t = NULL;
+	dm_tree_counters ctr;
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+	{
+		cfail("reclaimer: open");
+		_exit(1);
+	}
+	while (!sh->stop && !sh->failed)
+	{
+		dm_reclaim_result res;
+
+		if (dm_tree_reclaim(t, &res) != DM_OK)
+			cfail("reclaimer: %s", dm_tree_error(t));
+		usleep(2000);
+	}
+	dm_tree_get_counters(t, &ctr);
+	sh->reclaimed = ctr.leaves_reclaimed;
+	_exit(0);
+}
+
+/* Full scans, both directions: ordered, no duplicate, every stable entry there. */
+static void
+scanner(const dm_tree_name *tn, int s, int replica)
+{
+	dm_client  *c = connect_client(DM_BACKEND_SHM, DM_CLIENT_TEAR, "scanner");
+	dm_tree    *t = NULL;
+	dm_counters cc;
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+	{
+		cfail("scanner: open");
+		_exit(1);
+	}
+	dm_client_reset_counters(c);
+	for (int n = 0; !sh->stop && !sh->failed; n++)
+	{
+		int			bw = (n + s) & 1;
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
+		dm_iter    *it;
+		dm_entry	e,
+					prev = {0, 0};
+		uint64_t	stable = 0;
+		int			have = 0,
+					rc;
+
+		if (dm_iter_open(t, &r, &it) != DM_OK)
+		{
+			cfail("scanner: open iterator: %s", dm_tree_error(t));
+			break;
+		}
+		while ((rc = dm_iter_next(it, &e)) == 1)
+		{
+			if (have && (bw ? dm_entry_cmp(e, prev) >= 0 : dm_entry_cmp(e, prev) <= 0))
+			{
+				cfail("scanner: %s scan: %s after %s", bw ? "backward" : "forward", E(e), E(prev));
+				break;
+			}
+			have = 1;
+			prev = e;
+			stable += is_stable(e.key) && e.tid == e.key;
+			/* a slow cursor now and then: its leaf copy and links age */
+			if ((stable & 127) == 0 && (n & 3) == 0)
+				usleep(200);
+		}
+		dm_iter_close(it);
+		if (rc < 0)
+		{
+			cfail("scanner: scan failed: %s", dm_tree_error(t));
+			break;
+		}
+		if (stable != (uint64_t) NSTABLE)
+		{
+			cfail("scanner: %s scan saw %" PRIu64 " stable entries of %d", bw ? "backward" : "forward", stable,
+				  NSTABLE);
+			break;
+		}
+		__sync_fetch_and_add(&sh->scans, 1);
+		/* and lookups of stable keys */
+		for (int k = 0; k < 20; k++)
+		{
+			uint64_t	key = rnd_below(BANDS) * BAND + rnd_below(STABLE_SPAN / STABLE_STEP + 1) * STABLE_STEP;
+			uint64_t	tids[4];
+			int			cnt = 0;
+
+			if (dm_tree_lookup(t, key, tids, 4, &cnt) != DM_OK || cnt != 1)
+			{
+				cfail("scanner: lookup of stable key %" PRIu64 " found %d", key, cnt);
+				break;
+			}
+		}
+	}
+	if (replica)
+	{
+		dm_client_counters(c, 1, &cc);
+		sh->replica_writes = cc.ops[DM_OP_WRITE] + cc.ops[DM_OP_CAS] + cc.ops[DM_OP_FAA];
+	}
+	_exit(0);
+}
+
+static void
+test_concurrent(void)
+{
+	const char *name = "reclaim-concurrent";
+	dm_client  *c = connect_client(DM_BACKEND_SHM, 0, name);
+	dm_tree_name tn;
+	dm_tree    *t;
+	model		m = {0};
+	pid_t		pids[BANDS + 3];
+	int			np = 0,
+				bad = 0,
+				rounds = 4 * g_scale / 100 + 2;
+
+	if (c == NULL || (t = make_tree(c, name, 256, &tn)) == NULL)
+		return;
+	memset(sh, 0, sizeof(*sh));
+	for (int w = 0; w < BANDS; w++)
+		insert_keys(t, &m, (uint64_t) w * BAND, (uint64_t) w * BAND + STABLE_SPAN, STABLE_STEP, 0);
+	tree_matches(t, &m, "concurrent: stable entries");
+	for (int w = 0; w < BANDS; w++)
+		if ((pids[np++] = fork()) == 0)
+			writer(&tn, w, rounds);
+	if ((pids[np++] = fork()) == 0)
+		reclaimer(&tn);
+	if ((pids[np++] = fork()) == 0)
+		scanner(&tn, 0, 0);
+	if ((pids[np++] = fork()) == 0)
+		scanner(&tn, 1, 1);
+	for (int i = 0; i < BANDS; i++)
+		bad += wait_pid_deadline(pids[i], now_ns() + UINT64_C(240) * 1000000000) != 0;
+	sh->stop = 1;
+	for (int i = BANDS; i < np; i++)
+		bad += wait_pid_deadline(pids[i], now_ns() + UINT64_C(60) * 1000000000) != 0;
+	if (!CHECK(bad == 0 && !sh->failed, "concurrent: %d writers, a reclaimer, 2 scanners (tear mode): %s", BANDS,
+			   sh->failed ? sh->msg : "no error"))
+		tap_diag("failed: %s", sh->msg);
+	tap_diag("concurrent: %" PRIu64 " full scans, %" PRIu64 " leaves reclaimed, %" PRIu64 " nodes reused",
+			 sh->scans, sh->reclaimed, sh->reused);
+	CHECK(sh->scans > 0 && sh->reclaimed > 0 && sh->reused > 0,
+		  "concurrent: scans ran (%" PRIu64 ") while leaves were reclaimed (%" PRIu64 ") and reused (%" PRIu64 ")",
+		  sh->scans, sh->reclaimed, sh->reused);
+	CHECK(sh->replica_writes == 0, "concurrent: the replica-style scanner wrote nothing (%" PRIu64 " writes/CAS/FAA)",
+		  sh->replica_writes);
+	/* exact contents: stable entries plus what each writer kept */
+	for (int w = 0; w < BANDS; w++)
+	{
+		char		path[128];
+		FILE	   *f;
+		uint64_t	k,
+					tid;
+
+		snprintf(path, sizeof(path), "/tmp/reclaim-test-%d-%d", (int) getpid(), w);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fscanf(f, "%" SCNu64 " %" SCNu64, &k, &tid) == 2)
+			m_insert(&m, dm_entry_make(k, tid));
+		fclose(f);
+		unlink(path);
+	}
+	tree_matches(t, &m, "concurrent: afterwards");
+	{
+		dm_reclaim_result res;
+
+		CHECK_STATUS(dm_tree_reclaim(t, &res), DM_OK, "concurrent: a last reclaim pass");
+		tree_matches(t, &m, "concurrent: after the last pass");
+	}
+	dm_tree_destroy(t);
+	m_free(&m);
+	dm_client_destroy(c);
+}
+
+/* ---- 4. faults in the middle of an unlink ---------------------------------------- */
+
+/*
+ * A tree of 256-byte nodes (10 entries a leaf) with keys 0..79 (step 1),
+ * then keys [30, 60) deleted: a few empty leaves between full ones.
+ */
+static dm_tree *
+fault_setup(const transport *tr, dm_client *c, const char *name, dm_tree_name *tn, model *m)
+{
+	dm_tree    *t;
+
+	g_quiet = 1;
+	t = make_tree(c, name, 256, tn);
+	g_quiet = 0;
+	if (t == NULL)
+		return NULL;
+	m->n = 0;
+	if (!insert_keys(t, m, 0, 80, 1, 0) || !delete_range(t, m, 30, 60))
+	{
+		dm_tree_destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* Child: one reclaim pass with the fault armed. */
+static void
+faulty_reclaim(const transport *tr, const dm_tree_name *tn, const dm_fault *f, uint64_t *steps)
+{
+	dm_client  *c = connect_client(tr->backend, 0, "faulty reclaimer");
+	dm_tree    *t = NULL;
+	dm_reclaim_result res;
+	uint64_t	s0;
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		_exit(1);
+	s0 = dm_client_steps(c);
+	dm_client_set_fault(c, f);
+	(void) dm_tree_reclaim(t, &res);
+	*steps = dm_client_steps(c) - s0;
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+	_exit(0);
+}
+
+static void
+test_faults(const transport *tr)
+{
+	char		name[64];
+	dm_client  *c = connect_client(tr->backend, 0, "faults");
+	dm_tree_name tn;
+	model		m = {0};
+	uint64_t	nsteps = 0;
+	int			runs = 0,
+				bad = 0,
+				stride = getenv("RECLAIM_FAULT_STRIDE") ? atoi(getenv("RECLAIM_FAULT_STRIDE")) : 2;
+	uint64_t	half_dead = 0,
+				finished = 0;
+	uint64_t   *steps = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct
+	{
+		const char *name;
+		dm_fault_action action;
+		int			ms;
+	}			faults[] = {
+		{"fail", DM_FAULT_FAIL, 0},
+		{"kill", DM_FAULT_KILL, 0},
+		{"late", DM_FAULT_LATE, 50},
+		{"kill-mid", DM_FAULT_KILL_MID, 0},
+	};
+
+	if (!CHECK(c != NULL && steps != MAP_FAILED, "%s: faults: connect", tr->name))
+		return;
+	/* how many steps a pass takes without a fault */
+	snprintf(name, sizeof(name), "reclaim-faults-%s", tr->name);
+	{
+		dm_tree    *t = fault_setup(tr, c, name, &tn, &m);
+		pid_t		p;
+
+		if (t == NULL)
+			return;
+		dm_tree_close(t);
+		*steps = 0;
+		if ((p = fork()) == 0)
+			faulty_reclaim(tr, &tn, NULL, steps);
+		wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		nsteps = *steps;
+	}
+	tap_diag("%s: a reclaim pass of this tree takes %" PRIu64 " steps", tr->name, nsteps);
+	for (size_t fi = 0; fi < sizeof(faults) / sizeof(faults[0]); fi++)
+	{
+		/* kill-mid: every few words of the step's writes (shm); over tcp it is KILL */
+		int			wmax = faults[fi].action == DM_FAULT_KILL_MID && tr->backend == DM_BACKEND_SHM ? 2 : 1;
+
+		for (uint64_t at = 1; at <= nsteps; at++)
+			for (int wi = 0; wi < wmax; wi++)
+			{
+				dm_fault	f = {faults[fi].action, at, faults[fi].ms, (uint32_t) (1 + wi * 7)};
+				dm_tree    *t = fault_setup(tr, c, name, &tn, &m);
+				char		msg[512] = "";
+				uint64_t	cnt = 0;
+				pid_t		p;
+				int			ok = 1;
+				dm_reclaim_result res;
+				dm_tree_stats st;
+
+				/* late and kill-mid at every stride-th step (RECLAIM_FAULT_STRIDE, default 2) */
+				if (fi >= 2 && (at % (uint64_t) stride) != 0)
+					continue;
+
+				if (t == NULL)
+				{
+					bad++;
+					continue;
+				}
+				runs++;
+				if ((p = fork()) == 0)
+					faulty_reclaim(tr, &tn, &f, steps);
+				/* (it reaps its late executor itself) */
+				wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+				/* right after: verifies, scans equal the model */
+				if (dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m.n)
+				{
+					tap_diag("%s %s at %" PRIu64 "/%d: verify after the fault: %s", tr->name, faults[fi].name, at, wi, msg);
+					ok = 0;
+				}
+				if (ok && dm_tree_stats_get(t, &st) == DM_OK)
+					half_dead += st.half_dead;
+				/*
+				 * Writers refill the range (finishing any unlink left half
+				 * done), it is emptied again and a full pass reclaims it.
+				 */
+				if (ok && (!insert_keys(t, &m, 30, 60, 1, 0) ||
+						   dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m.n ||
+						   dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0 ||
+						   !delete_range(t, &m, 30, 60) ||
+						   dm_tree_reclaim(t, &res) != DM_OK ||
+						   dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m.n))
+				{
+					tap_diag("%s %s at %" PRIu64 "/%d: afterwards: %s %s", tr->name, faults[fi].name, at, wi, msg,
+							 dm_tree_error(t));
+					ok = 0;
+				}
+				if (ok)
+				{
+					/* nothing lost, nothing back */
+					for (size_t i = 0; i < m.n && ok; i++)
+					{
+						int			found = 0;
+
+						if (dm_tree_contains(t, m.e[i], &found) != DM_OK || !found)
+							ok = 0;
+					}
+					for (uint64_t k = 30; k < 60 && ok; k++)
+					{
+						int			found = 1;
+
+						if ( (dm_tree_contains(t, dm_entry_make(k, k), &found) != DM_OK || found))
+							ok = 0;
+					}
+					if (!ok)
+						tap_diag("%s %s at %" PRIu64 "/%d: contents differ", tr->name, faults[fi].name, at, wi);
+				}
+				bad += !ok;
+				{
+					dm_tree_counters ctr;
+
+					dm_tree_get_counters(t, &ctr);
+					finished += ctr.unlinks_finished;
+				}
+				dm_tree_destroy(t);
+			}
+	}
+	CHECK(bad == 0 && runs > 0, "%s: faults: %d runs (fail, kill at each of %" PRIu64 " steps, late and kill-mid "
+		  "at every %d%s), %d bad", tr->name, runs, nsteps, stride > 1 ? stride : 1, stride > 1 ? "th" : "", bad);
+	tap_diag("%s: faults left %" PRIu64 " half-dead leaves; writers finished %" PRIu64 " unlinks",
+			 tr->name, half_dead, finished);
+	CHECK(half_dead > 0 && finished > 0, "%s: some faults left an unlink half done (%" PRIu64 ") and writers finished them (%" PRIu64 ")",
+		  tr->name, half_dead, finished);
+	m_free(&m);
+	munmap(steps, 4096);
+	dm_client_destroy(c);
+}
+
+/* RECLAIM_SECTIONS=model,bounded,concurrent,faults (default: all) */
+static int
+want(const char *section)
+{
+	const char *s = getenv("RECLAIM_SECTIONS");
+
+	return s == NULL || *s == '\0' || strstr(s, section) != NULL;
+}
+
+int
+main(void)
+{
+	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M", NULL};
+	uint64_t	t0 = now_ns();
+
+	tree_test_env(&g_seed, &g_scale);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (memnode_start(&mn, 0, args) != 0)
+	{
+		CHECK(0, "start memnode (id 1, 256M, --shm)");
+		return tap_done();
+	}
+	if (want("model"))
+		for (size_t i = 0; i < 2; i++)
+		{
+			test_model(&transports[i], 256);
+			test_model(&transports[i], 1024);
+		}
+	tap_diag("model: %.1f s", (now_ns() - t0) / 1e9);
+	if (want("bounded"))
+		for (size_t i = 0; i < 2; i++)
+			test_bounded(&transports[i]);
+	tap_diag("bounded: %.1f s", (now_ns() - t0) / 1e9);
+	if (want("concurrent"))
+		test_concurrent();
+	tap_diag("concurrent: %.1f s", (now_ns() - t0) / 1e9);
+	if (want("faults"))
+		for (size_t i = 0; i < 2; i++)
+			test_faults(&transports[i]);
+	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
+	tap_diag("total %.1f s", (now_ns() - t0) / 1e9);
+	return tap_done();
+}
