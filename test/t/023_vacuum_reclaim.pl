@@ -1,4 +1,4 @@
-# 021_vacuum_reclaim.pl — VACUUM takes empty leaves out of a dmindex tree
+# 023_vacuum_reclaim.pl — VACUUM takes empty leaves out of a dmindex tree
 # and later inserts reuse their nodes, so a table whose rows are deleted and
 # replaced by rows with other keys keeps a bounded index.
 #
