@@ -16,7 +16,8 @@ AM_SRCS := $(sort $(wildcard src/pg/*.c))
 BUILD := build
 SA_CFLAGS ?= -O2 -g
 SA_CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fPIC -pthread -Isrc/dm
-SA_LIBS := -pthread -lm
+# libcrypto: HMAC-SHA-256 of the authentication handshake (src/dm/dm_auth.c)
+SA_LIBS := -pthread -lm -lcrypto
 
 DM_SA_OBJS := $(patsubst src/dm/%.c,$(BUILD)/dm/%.o,$(DM_SRCS))
 MEMNODE_SRCS := $(sort $(wildcard memnode/*.c))
@@ -59,6 +60,22 @@ $(BUILD)/bench/%: bench/%.c $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(wildcard src/dm/*.h
 check-unit: standalone
 	test/run-c-tests.sh
 
+# ---- libFuzzer targets (test/fuzz/README; clang) ----------------------------
+#   make fuzz              build build/fuzz/fuzz_{frame,batch,handshake}
+#   test/run-fuzz.sh [S]   run each for S seconds (default 20) from its corpus
+FUZZ_CC ?= clang
+FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_TARGETS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(filter-out test/fuzz/fuzz_memnode.c,$(wildcard test/fuzz/fuzz_*.c)))
+# the executor and what it uses: memnode/main.c and server.c are replaced by fuzz_memnode.c
+FUZZ_SRCS := test/fuzz/fuzz_memnode.c memnode/exec.c memnode/auth.c memnode/log.c \
+	src/dm/dm_proto.c src/dm/dm_region.c src/dm/dm_memops.c src/dm/dm_status.c src/dm/dm_auth.c \
+	src/dm/dm_journal.c
+
+fuzz: $(FUZZ_TARGETS)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_SRCS) $(wildcard src/dm/*.h memnode/*.h test/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Isrc/dm -Imemnode -Itest/fuzz -pthread -o $@ $< $(FUZZ_SRCS) -lcrypto
+
 install: install-memnode
 install-memnode: $(BUILD)/dmindex-memnode
 	install -d $(DESTDIR)$(BINDIR)
@@ -68,7 +85,7 @@ clean: clean-standalone
 clean-standalone:
 	rm -rf $(BUILD)
 
-.PHONY: standalone check-unit install-memnode clean-standalone
+.PHONY: standalone check-unit install-memnode clean-standalone fuzz
 
 # ---- the extension (PGXS) --------------------------------------------------
 MODULE_big = dmindex
@@ -83,6 +100,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=dmindex
 DMINDEX_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" dmindex.control)
 PG_CPPFLAGS = -Isrc/pg -Isrc/dm -DDMINDEX_VERSION='"$(DMINDEX_VERSION)"'
 PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
+SHLIB_LINK = -lcrypto
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

@@ -25,6 +25,13 @@
  * By default a memnode is started with --shm --size 256M --threads 2 via
  * memnode_start() from test/lib; --memnode HOST:PORT uses a running one.
  *
+ * --auth runs the memnode with --auth-file (test/lib/testauth.c's file) and
+ * every client authenticated as tenant-a, working in a chunk of a tree of
+ * tenant-a: each op then also passes the memnode's ownership check
+ * (dm_region_check_owner) and each batch its worker's batch lock, so the
+ * same run without and with --auth shows what isolation costs per op
+ * (bench/run-auth-bench.sh).
+ *
  * --pin CPU puts every process (clients, echo server, and the memnode if
  * started here) on one CPU.  Why: on a VM, waking a process on an idle
  * other CPU can cost ~50 µs (an IPI and a halted vCPU), so with one client
@@ -56,6 +63,8 @@
 #include <unistd.h>
 
 #include "dm_client.h"
+#include "dm_region.h"
+#include "testauth.h"
 #include "testutil.h"
 
 #define MAX_CLIENTS		2
@@ -153,6 +162,16 @@ static pid_t echo_pid;
 static dm_gaddr chunk_base;		/* the chunk all cells read and CAS in */
 static uint64_t chunk_size;
 static uint64_t owner_id;
+static int	with_auth;			/* --auth */
+static dm_tree_name auth_tree;	/* with --auth: the chunk's owner */
+
+/* With --auth, every client is tenant-a. */
+static void
+apply_auth(dm_client_opts *opts)
+{
+	if (with_auth)
+		test_auth_opts(opts, "tenant-a");
+}
 static int	pin_cpu = -1;		/* --pin: every process on this CPU */
 
 static inline uint64_t
@@ -527,6 +546,7 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 		memset(&opts, 0, sizeof(opts));
 		opts.backend = backend == BK_SHM ? DM_BACKEND_SHM : DM_BACKEND_TCP;
 		opts.name = "dmbench_transport";
+		apply_auth(&opts);
 		w->c = dm_client_create(&opts);
 		if (!w->c)
 		{
@@ -948,6 +968,7 @@ setup_chunk(char *err, size_t errsz)
 	memset(&opts, 0, sizeof(opts));
 	opts.backend = DM_BACKEND_TCP;
 	opts.name = "dmbench_transport-setup";
+	apply_auth(&opts);
 	c = dm_client_create(&opts);
 	if (!c)
 	{
@@ -963,6 +984,22 @@ setup_chunk(char *err, size_t errsz)
 		return -1;
 	}
 	owner_id = (UINT64_C(0x7FFE) << 48) | (uint64_t) getpid();
+	if (with_auth)
+	{
+		/* with authentication a chunk's owner must be a tree of the caller */
+		dm_tree_info ti;
+		char		tn[64];
+
+		snprintf(tn, sizeof(tn), "dmbench_transport-%d", (int) getpid());
+		dm_tree_name_named(&auth_tree, tn);
+		if ((st = dm_tree_create(c, node, &auth_tree, &ti)) != DM_OK)
+		{
+			snprintf(err, errsz, "dm_tree_create: %s (%s)", dm_strerror(st), dm_client_error(c));
+			dm_client_destroy(c);
+			return -1;
+		}
+		owner_id = ti.tree_id;
+	}
 	st = dm_chunk_alloc(c, node, owner_id, &chunk_base, &chunk_size);
 	if (st != DM_OK)
 	{
@@ -1010,11 +1047,16 @@ free_chunk(void)
 	memset(&opts, 0, sizeof(opts));
 	opts.backend = DM_BACKEND_TCP;
 	opts.name = "dmbench_transport-cleanup";
+	apply_auth(&opts);
 	c = dm_client_create(&opts);
 	if (!c)
 		return;
 	if (dm_client_connect(c, memnode_addr, &node) == DM_OK)
+	{
 		dm_chunk_free_owner(c, node, owner_id, &nfreed);
+		if (with_auth)
+			dm_tree_drop(c, node, &auth_tree, &nfreed);
+	}
 	dm_client_destroy(c);
 }
 
@@ -1030,6 +1072,7 @@ probe_shm(char *err, size_t errsz)
 	memset(&opts, 0, sizeof(opts));
 	opts.backend = DM_BACKEND_SHM;
 	opts.name = "dmbench_transport-probe";
+	apply_auth(&opts);
 	c = dm_client_create(&opts);
 	if (!c)
 		return DM_ERR_NOMEM;
@@ -1128,7 +1171,8 @@ usage(FILE *f)
 			"  --duration SEC       measured seconds per cell (default 3)\n"
 			"  --quick              0.5 s per cell (CI smoke run)\n"
 			"  --out FILE           also write the markdown table to FILE\n"
-			"  --pin CPU            run every process (and a memnode started here) on CPU\n");
+			"  --pin CPU            run every process (and a memnode started here) on CPU\n"
+			"  --auth               memnode with --auth-file, clients authenticated (isolation checks on)\n");
 }
 
 /*
@@ -1163,7 +1207,7 @@ find_memnode_binary(void)
 int
 main(int argc, char **argv)
 {
-	static const char *const memnode_args[] = {"--shm", "--size", "256M", "--threads", "2", NULL};
+	const char *memnode_args[] = {"--shm", "--size", "256M", "--threads", "2", NULL, NULL, NULL};
 	memnode_proc mp;
 	int			started_memnode = 0;
 	int			shm_ok;
@@ -1195,6 +1239,8 @@ main(int argc, char **argv)
 				return 2;
 			}
 		}
+		else if (strcmp(argv[i], "--auth") == 0)
+			with_auth = 1;
 		else if (strcmp(argv[i], "--quick") == 0)
 			duration_s = 0.5;
 		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
@@ -1266,7 +1312,12 @@ main(int argc, char **argv)
 	if (!memnode_addr)
 	{
 		find_memnode_binary();
-		if (memnode_start(&mp, 0, memnode_args) != 0)
+		if (with_auth)
+		{
+			memnode_args[5] = "--auth-file";
+			memnode_args[6] = test_auth_file();
+		}
+		if (memnode_start(&mp, 0, (const char *const *) memnode_args) != 0)
 		{
 			fprintf(stderr, "dmbench_transport: could not start a memnode "
 					"(set DM_MEMNODE or build it with make standalone)\n");
@@ -1339,7 +1390,11 @@ main(int argc, char **argv)
 	nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
 					 "- %.2f s measured per cell after %.2f s warm-up; memnode %s%s.\n",
 					 duration_s, warmup_s, started_memnode ? "started with " : "at ",
-					 started_memnode ? "`--shm --size 256M --threads 2`" : memnode_addr);
+					 started_memnode ? (with_auth ? "`--shm --size 256M --threads 2 --auth-file FILE`" :
+										"`--shm --size 256M --threads 2`") : memnode_addr);
+	if (with_auth)
+		nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+						 "- --auth: clients authenticated as tenant-a; every op is checked against its owner.\n");
 	if (pin_cpu >= 0)
 		nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
 						 "- All processes pinned to CPU %d%s: no cross-CPU wakeups, "

@@ -1,12 +1,16 @@
 /*
  * exec.c — executes one complete, header-checked request frame and builds
- * its reply: the versioned handshake, batches of one-sided operations
- * (validated whole before any is applied; a failed guard CAS ends one), and RPCs on the allocator and
- * the catalog.  Nothing here trusts a length or an address from the client.
+ * its reply: the versioned handshake (and its authentication, auth.c),
+ * batches of one-sided operations (validated whole before any is applied; a
+ * failed guard CAS ends one), and RPCs on the allocator and the catalog.
+ * Nothing here trusts a length or an address from the client; with
+ * authentication, nothing lets one identity touch another's trees or memory
+ * (dm_region_check_owner for ops, own_tree_* for RPCs).
  * A batch that changes a region kept in a file is journaled first
  * (dm_journal.h), so that a memnode killed in the middle of it leaves
  * nothing half done once a memnode reattaches.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,50 +56,103 @@ reply_begin(const dm_frame_hdr *req, uint32_t body_len, int status,
 	return *out + DM_HDR_SIZE;
 }
 
+/* The reply of a completed handshake: who we are and how to reach our region. */
+static void
+fill_hello_rep(dm_hello_rep *rep)
+{
+	rep->version = DM_PROTO_VERSION;
+	rep->node_id = mn.region.node_id;
+	rep->incarnation = mn.region.sb->incarnation;
+	rep->region_size = mn.region.size;
+	rep->chunk_size = mn.region.sb->chunk_size;
+	rep->data_offset = mn.region.sb->data_off;
+	if (mn.shm_path[0])
+	{
+		rep->flags |= DM_HELLO_REP_SHM;
+		memcpy(rep->shm_path, mn.shm_path, sizeof(rep->shm_path));
+	}
+}
+
 static int
-exec_hello(mn_conn_info *ci, const dm_frame_hdr *h, const uint8_t *body, uint32_t blen,
+exec_hello(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_t *body, uint32_t blen,
 		   uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
 {
 	dm_hello_req req;
 	dm_hello_rep rep;
 	uint8_t    *b;
 	int			status = DM_OK;
+	uint32_t	version;
 
-	if (ci->handshaken || blen != sizeof(req))
+	/* our HELLO, or that of versions 1 and 2 (which had no credentials) */
+	if (ci->handshaken || ci->auth_pending ||
+		(blen != sizeof(req) && blen != offsetof(dm_hello_req, identity)))
 		return -1;
-	memcpy(&req, body, sizeof(req));
+	memcpy(&version, body, sizeof(version));
 	memset(&rep, 0, sizeof(rep));
 	rep.version = DM_PROTO_VERSION;
-	if (req.version != DM_PROTO_VERSION)
+	if (version != DM_PROTO_VERSION)
 	{
-		/* answer so the client can say why, then hang up */
+		/* answer, so that an older client can say why, then hang up */
 		mn_log_limited("client %s speaks protocol version %u, we speak %u: refused",
-					   ci->peer, req.version, DM_PROTO_VERSION);
+					   ci->peer, version, DM_PROTO_VERSION);
 		status = DM_ERR_VERSION;
 		ci->close_after_reply = 1;
 	}
+	else if (blen != sizeof(req))
+		return -1;
 	else
 	{
-		ci->handshaken = 1;
+		memcpy(&req, body, sizeof(req));
 		ci->tear = (req.flags & DM_HELLO_TEAR) != 0;
 		ci->client_pid = req.client_pid;
-		rep.node_id = mn.region.node_id;
-		rep.incarnation = mn.region.sb->incarnation;
-		rep.region_size = mn.region.size;
-		rep.chunk_size = mn.region.sb->chunk_size;
-		rep.data_offset = mn.region.sb->data_off;
-		if (mn.shm_path[0])
-		{
-			rep.flags |= DM_HELLO_REP_SHM;
-			memcpy(rep.shm_path, mn.shm_path, sizeof(rep.shm_path));
-		}
 		req.client_name[sizeof(req.client_name) - 1] = '\0';
-		mn_log(LOG_DEBUG, "client %s (%s) connected%s", ci->peer, req.client_name,
-			   ci->tear ? " in tear mode" : "");
+		if (mn_auth_enabled())
+			status = mn_auth_hello(ci, ctr, &req, &rep);	/* a challenge, or refused */
+		else
+		{
+			ci->handshaken = 1;
+			fill_hello_rep(&rep);
+		}
+		if (status == DM_OK)
+			mn_log(LOG_DEBUG, "client %s (%s) %s%s", ci->peer, req.client_name,
+				   ci->handshaken ? "connected" : "challenged", ci->tear ? " in tear mode" : "");
 	}
 	if ((b = reply_begin(h, sizeof(rep), status, out, out_len, out_cap)) == NULL)
 		return -1;
 	memcpy(b, &rep, sizeof(rep));
+	return 0;
+}
+
+/* The client's proof (after a HELLO that was challenged). */
+static int
+exec_auth(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_t *body, uint32_t blen,
+		  uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	dm_auth_req req;
+	dm_auth_rep rep;
+	uint8_t    *b;
+	int			status;
+
+	memset(&rep, 0, sizeof(rep));
+	if (blen != sizeof(req))
+	{
+		mn_auth_failed(ci, ctr, "malformed AUTH frame");
+		status = DM_ERR_AUTH;
+	}
+	else
+	{
+		memcpy(&req, body, sizeof(req));
+		status = mn_auth_verify(ci, ctr, &req, &rep);
+	}
+	if (status == DM_OK)
+	{
+		ci->handshaken = 1;
+		fill_hello_rep(&rep.hello);
+	}
+	if ((b = reply_begin(h, status == DM_OK ? sizeof(rep) : 0, status, out, out_len, out_cap)) == NULL)
+		return -1;
+	if (status == DM_OK)
+		memcpy(b, &rep, sizeof(rep));
 	return 0;
 }
 
@@ -121,12 +178,17 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	rsize = dm_batch_reply_size(ops, nops);
 	if (rsize == 0)
 		status = DM_ERR_TOOBIG;
+	/* from the ownership check to the last op: see auth.c */
+	mn_auth_batch_begin(ci);
 	for (uint32_t i = 0; i < nops && status == DM_OK; i++)
 	{
 		if ((ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || dm_gaddr_node(ops[i].addr) != mn.region.node_id)
 			status = DM_ERR_RANGE;
 		else
 			status = dm_region_check_op(&mn.region, ops[i].kind, dm_gaddr_offset(ops[i].addr), ops[i].len);
+		if (status == DM_OK && ci->ident != 0 &&
+			(status = dm_region_check_owner(&mn.region, dm_gaddr_offset(ops[i].addr), ops[i].len, ci->ident)) != DM_OK)
+			ctr->access_denied++;
 		if (status != DM_OK)
 			bad = i;
 	}
@@ -134,6 +196,7 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	{
 		dm_batch_hdr bh = {.nops = 0, .bad_index = bad};
 
+		mn_auth_batch_end(ci);
 		ctr->requests_rejected++;
 		mn_log_limited("client %s: batch rejected at op %u: %s", ci->peer, bad, dm_strerror(status));
 		if ((b = reply_begin(h, sizeof(bh), status, out, out_len, out_cap)) == NULL)
@@ -143,7 +206,10 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	}
 
 	if ((b = reply_begin(h, (uint32_t) rsize - DM_HDR_SIZE, DM_OK, out, out_len, out_cap)) == NULL)
+	{
+		mn_auth_batch_end(ci);
 		return -1;
+	}
 	((dm_batch_hdr *) b)->nops = nops;
 	((dm_batch_hdr *) b)->bad_index = UINT32_MAX;
 	results = (uint64_t *) (b + sizeof(dm_batch_hdr));
@@ -206,6 +272,7 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 		dm_journal_end(jused);
 	if (jlock)
 		pthread_mutex_unlock(jlock);
+	mn_auth_batch_end(ci);
 	ctr->batches++;
 	return 0;
 }
@@ -243,7 +310,51 @@ fill_stats(dm_node_stats *st)
 		st->rpcs += k->rpcs;
 		st->bytes_in += k->bytes_in;
 		st->bytes_out += k->bytes_out;
+		st->auth_failures += k->auth_failures;
+		st->access_denied += k->access_denied;
 	}
+}
+
+/*
+ * Tenant isolation for RPCs (auth.c): with authentication, an allocator RPC
+ * must name a live tree of the caller as owner, a catalog RPC one of its
+ * trees; DM_ERR_PERMISSION otherwise.  Called under the region lock.
+ */
+static int
+own_tree_id(const mn_conn_info *ci, uint64_t tree_id)
+{
+	uint64_t	ident;
+
+	if (ci->ident == 0)
+		return DM_OK;
+	if (dm_region_tree_owner(&mn.region, tree_id, &ident) != DM_OK || ident != ci->ident)
+		return DM_ERR_PERMISSION;
+	return DM_OK;
+}
+
+static int
+own_tree_name(const mn_conn_info *ci, const dm_tree_name *name)
+{
+	uint64_t	ident;
+	int			rc;
+
+	if (ci->ident == 0)
+		return DM_OK;
+	if ((rc = dm_region_cat_owner(&mn.region, name, &ident, NULL)) != DM_OK)
+		return rc;				/* NOTFOUND / INVALID: as without authentication */
+	return ident == ci->ident ? DM_OK : DM_ERR_PERMISSION;
+}
+
+/* The chunk at a global address must belong to one of the caller's trees. */
+static int
+own_chunk(const mn_conn_info *ci, dm_gaddr addr)
+{
+	if (ci->ident == 0)
+		return DM_OK;
+	if ((addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(addr) != mn.region.node_id ||
+		dm_gaddr_offset(addr) >= mn.region.size)
+		return DM_ERR_RANGE;
+	return dm_region_check_owner(&mn.region, dm_gaddr_offset(addr), 1, ci->ident);
 }
 
 static int
@@ -293,6 +404,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 					dm_rpc_u64	u;
 					dm_tree_name name;
 					uint64_t	off;
+					int			freed = 0;
 
 					memcpy(&u, args, sizeof(u));
 					memcpy(&name, args, sizeof(name) <= (size_t) need ? sizeof(name) : 0);
@@ -300,6 +412,8 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 					switch ((dm_rpc_code) rh.code)
 					{
 						case DM_RPC_CHUNK_ALLOC:
+							if ((status = own_tree_id(ci, u.value)) != DM_OK)
+								break;
 							status = dm_region_chunk_alloc(&mn.region, u.value, mn_unix_ns(), &off);
 							if (status == DM_OK)
 							{
@@ -315,6 +429,8 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 								dm_rpc_slab_req sr;
 
 								memcpy(&sr, args, sizeof(sr));
+								if ((status = own_tree_id(ci, sr.owner)) != DM_OK)
+									break;
 								status = dm_region_slab_alloc(&mn.region, sr.owner, sr.size, mn_unix_ns(), &off);
 								if (status == DM_OK)
 								{
@@ -333,32 +449,40 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 								memcpy(&fr, args, sizeof(fr));
 								if ((fr.addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(fr.addr) != mn.region.node_id)
 									status = DM_ERR_RANGE;
-								else
+								else if ((status = own_tree_id(ci, fr.owner)) == DM_OK)
 									status = dm_region_slab_free(&mn.region, fr.owner, dm_gaddr_offset(fr.addr), fr.size);
+								freed = status == DM_OK;
 								break;
 							}
 						case DM_RPC_CHUNK_FREE:
 							if ((u.value & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(u.value) != mn.region.node_id)
 								status = DM_ERR_RANGE;
-							else
+							else if ((status = own_chunk(ci, u.value)) == DM_OK)
 								status = dm_region_chunk_free(&mn.region, dm_gaddr_offset(u.value));
+							freed = status == DM_OK;
 							break;
 						case DM_RPC_CHUNK_FREE_OWNER:
+							if ((status = own_tree_id(ci, u.value)) != DM_OK)
+								break;
 							u.value = dm_region_chunk_free_owner(&mn.region, u.value);
+							freed = 1;
 							memcpy(rep, &u, sizeof(u));
 							replen = sizeof(u);
 							break;
 						case DM_RPC_CAT_CREATE:
-							status = dm_region_cat_create(&mn.region, &name, ci->client_pid, mn_unix_ns(),
-														  (dm_tree_info *) rep);
+							status = dm_region_cat_create_owned(&mn.region, &name, ci->client_pid, ci->ident,
+																mn_unix_ns(), (dm_tree_info *) rep);
 							replen = sizeof(dm_tree_info);
 							break;
 						case DM_RPC_CAT_OPEN:
-							status = dm_region_cat_open(&mn.region, &name, (dm_tree_info *) rep);
+							if ((status = own_tree_name(ci, &name)) == DM_OK)
+								status = dm_region_cat_open(&mn.region, &name, (dm_tree_info *) rep);
 							replen = sizeof(dm_tree_info);
 							break;
 						case DM_RPC_CAT_DROP:
-							status = dm_region_cat_drop(&mn.region, &name, &u.value);
+							if ((status = own_tree_name(ci, &name)) == DM_OK)
+								status = dm_region_cat_drop(&mn.region, &name, &u.value);
+							freed = status == DM_OK;
 							memcpy(rep, &u, sizeof(u));
 							replen = sizeof(u);
 							break;
@@ -373,10 +497,12 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 									status = DM_ERR_INVALID;
 									break;
 								}
-								lp.count = dm_region_cat_list(&mn.region, lr.start_slot, lr.max, lr.kind,
-															  lr.dboid, lr.sysid,
-															  (dm_tree_info *) (rep + sizeof(lp)),
-															  &lp.next_slot);
+								/* with authentication, only the caller's trees */
+								lp.count = dm_region_cat_list_owned(&mn.region, lr.start_slot, lr.max, lr.kind,
+																	lr.dboid, lr.sysid,
+																	ci->ident != 0 ? &ci->ident : NULL,
+																	(dm_tree_info *) (rep + sizeof(lp)),
+																	&lp.next_slot);
 								memcpy(rep, &lp, sizeof(lp));
 								replen = sizeof(lp) + lp.count * sizeof(dm_tree_info);
 								break;
@@ -384,6 +510,9 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 						default:
 							status = DM_ERR_INVALID;
 					}
+					/* freed memory may go to another identity: not while old batches run */
+					if (freed && ci->ident != 0)
+						mn_auth_quiesce();
 					pthread_mutex_unlock(&mn.region_lock);
 				}
 		}
@@ -391,6 +520,12 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 	if (status != DM_OK)
 	{
 		ctr->requests_rejected++;
+		if (status == DM_ERR_PERMISSION)
+		{
+			ctr->access_denied++;
+			mn_log_limited("client %s (identity \"%s\"): RPC %u refused: %s", ci->peer,
+						   ci->identity, rh.code, dm_strerror(status));
+		}
 		replen = 0;
 	}
 	if ((b = reply_begin(h, sizeof(rh) + replen, status, out, out_len, out_cap)) == NULL)
@@ -410,12 +545,22 @@ mn_exec_frame(mn_conn_info *ci, mn_counters *ctr, const uint8_t *frame,
 
 	if (h->status != 0)
 		return -1;
-	if (!ci->handshaken && h->type != DM_MSG_HELLO)
+	if (ci->auth_pending && h->type != DM_MSG_AUTH)
+	{
+		/* challenged but no proof: nothing else runs; close */
+		mn_auth_failed(ci, ctr, "request before authentication");
+		return -1;
+	}
+	if (!ci->handshaken && h->type != DM_MSG_HELLO && h->type != DM_MSG_AUTH)
 		return -1;
 	switch (h->type)
 	{
 		case DM_MSG_HELLO:
-			return exec_hello(ci, h, body, blen, out, out_len, out_cap);
+			return exec_hello(ci, ctr, h, body, blen, out, out_len, out_cap);
+		case DM_MSG_AUTH:
+			if (ci->handshaken)
+				return -1;
+			return exec_auth(ci, ctr, h, body, blen, out, out_len, out_cap);
 		case DM_MSG_BATCH:
 			return exec_batch(ci, ctr, h, body, blen, out, out_len, out_cap);
 		case DM_MSG_RPC:

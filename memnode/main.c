@@ -78,6 +78,11 @@ usage(FILE *f)
 			"  --poll-us N              after serving a request, poll N microseconds for\n"
 			"                           the next before sleeping (default 50; 0 = never):\n"
 			"                           trades a little CPU for wake-up latency\n"
+			"  --auth-file FILE         require every tcp client to authenticate as one of\n"
+			"                           the identities in FILE (lines \"identity secret\";\n"
+			"                           mode 0600) and confine each to its own trees;\n"
+			"                           without it any client that reaches the port may\n"
+			"                           do anything (trusted-local use only)\n"
 			"  --log-level LEVEL        error, warn, info or debug (default info)\n"
 			"  --help                   show this help and exit\n"
 			"  --version                show the version and exit\n"
@@ -163,6 +168,7 @@ parse_args(int argc, char **argv)
 		{"handshake-timeout", required_argument, NULL, 'T'},
 		{"log-level", required_argument, NULL, 'L'},
 		{"poll-us", required_argument, NULL, 'p'},
+		{"auth-file", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -272,6 +278,11 @@ parse_args(int argc, char **argv)
 				if (parse_int(optarg, 0, 1000000, &c->poll_us) < 0)
 					die_usage("invalid --poll-us \"%s\": expected 0..1000000", optarg);
 				break;
+			case 'A':
+				if (strlen(optarg) == 0 || strlen(optarg) >= sizeof(c->auth_file))
+					die_usage("invalid --auth-file \"%s\"", optarg);
+				snprintf(c->auth_file, sizeof(c->auth_file), "%s", optarg);
+				break;
 			case 'L':
 				if (strcmp(optarg, "error") == 0)
 					c->log_level = LOG_ERROR;
@@ -337,6 +348,9 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* before anything listens: a bad auth file must not leave an open memnode */
+	if (mn.cfg.auth_file[0] && mn_auth_load(mn.cfg.auth_file) < 0)
+		return 1;
 	if (mn_server_listen() < 0)
 		return 1;
 	if (mn_region_create() < 0)

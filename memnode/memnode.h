@@ -33,6 +33,7 @@ typedef struct mn_config
 	int			handshake_timeout_ms;	/* also: a frame must complete within this */
 	int			poll_us;		/* keep polling this long after activity before sleeping */
 	int			log_level;
+	char		auth_file[1024];	/* --auth-file; "" = no authentication (trusted-local only) */
 } mn_config;
 
 enum
@@ -51,6 +52,8 @@ typedef struct mn_counters
 	uint64_t	rpcs;
 	uint64_t	bytes_in;
 	uint64_t	bytes_out;
+	uint64_t	auth_failures;
+	uint64_t	access_denied;
 } mn_counters;
 
 typedef struct mn_state
@@ -102,11 +105,33 @@ typedef struct mn_conn_info
 	int			close_after_reply;
 	uint64_t	client_pid;		/* from the handshake: recorded as a tree's owner */
 	char		peer[64];
+	int			worker;			/* index of the worker thread serving it */
+	/* authentication (auth.c): between HELLO and AUTH, and after */
+	int			auth_pending;	/* HELLO answered with a challenge, AUTH expected */
+	uint64_t	ident;			/* tag of the authenticated identity, 0 = none */
+	char		identity[DM_AUTH_ID_LEN];
+	uint8_t		client_nonce[DM_AUTH_NONCE_LEN];
+	uint8_t		server_nonce[DM_AUTH_NONCE_LEN];
 } mn_conn_info;
 
 /* Returns 0, or -1 if the frame was malformed (connection must close). */
 extern int	mn_exec_frame(mn_conn_info *ci, mn_counters *ctr, const uint8_t *frame,
 						  uint8_t **out, uint32_t *out_len, uint32_t *out_cap);
+
+/* auth.c: authentication and tenant isolation (memnodes with --auth-file) */
+extern int	mn_auth_load(const char *path);
+extern int	mn_auth_enabled(void);
+extern int	mn_auth_start_workers(int nworkers);
+/* HELLO of a v3 client: fill in rep (challenge) or refuse; see auth.c. */
+extern int	mn_auth_hello(mn_conn_info *ci, mn_counters *ctr, const dm_hello_req *req, dm_hello_rep *rep);
+/* AUTH frame: DM_OK (rep->mac set, ci authenticated) or DM_ERR_AUTH. */
+extern int	mn_auth_verify(mn_conn_info *ci, mn_counters *ctr, const dm_auth_req *req, dm_auth_rep *rep);
+extern void mn_auth_failed(mn_conn_info *ci, mn_counters *ctr, const char *why);
+/* Around the validation and execution of one batch (no-ops without auth). */
+extern void mn_auth_batch_begin(const mn_conn_info *ci);
+extern void mn_auth_batch_end(const mn_conn_info *ci);
+/* After memory went back to the free pool: wait out batches checked before. */
+extern void mn_auth_quiesce(void);
 
 extern uint64_t mn_mono_ns(void);
 extern uint64_t mn_unix_ns(void);

@@ -423,6 +423,7 @@ listener_main(void *arg)
 		}
 		__atomic_fetch_add(&mn.connections, 1, __ATOMIC_RELAXED);
 		w = &workers[next++ % (unsigned) mn.cfg.threads];
+		c->info.worker = w->id;
 		w->ctr->connections_total++;
 		pthread_mutex_lock(&w->lock);
 		c->next = w->incoming;
@@ -492,7 +493,7 @@ mn_server_start(void)
 {
 	workers = calloc((size_t) mn.cfg.threads, sizeof(*workers));
 	mn.worker_counters = calloc((size_t) mn.cfg.threads, sizeof(mn_counters));
-	if (!workers || !mn.worker_counters)
+	if (!workers || !mn.worker_counters || mn_auth_start_workers(mn.cfg.threads) < 0)
 		return -1;
 	for (int i = 0; i < mn.cfg.threads; i++)
 	{

@@ -43,3 +43,52 @@ CREATE FUNCTION dmindex_owner(index regclass, value anyelement)
 RETURNS int
 AS 'MODULE_PATHNAME', 'dmindex_owner'
 LANGUAGE C CALLED ON NULL INPUT STABLE;
+
+-- dmindex_memnodes() and dmindex_memnodes(text) gain two columns: the
+-- memnode's counts of connections refused at authentication and of requests
+-- refused for touching another identity's memory or trees (both 0 on a
+-- memnode without --auth-file; README "Security").  A function's result
+-- type cannot be altered, so both are dropped and created again, with the
+-- grants of 0.1.  (The library fills the new columns only where the
+-- schema has them, so a 0.1 database keeps working.)
+--
+DROP FUNCTION dmindex_memnodes();
+DROP FUNCTION dmindex_memnodes(text);
+
+CREATE FUNCTION dmindex_memnodes()
+RETURNS TABLE (
+	address text,
+	node_id int,
+	reachable bool,
+	backend text,
+	incarnation text,
+	region_size bigint,
+	chunks_total bigint,
+	chunks_used bigint,
+	trees bigint,
+	error text,
+	auth_failures bigint,
+	access_denied bigint)
+AS 'MODULE_PATHNAME', 'dmindex_memnodes'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION dmindex_memnodes(memnodes text)
+RETURNS TABLE (
+	address text,
+	node_id int,
+	reachable bool,
+	backend text,
+	incarnation text,
+	region_size bigint,
+	chunks_total bigint,
+	chunks_used bigint,
+	trees bigint,
+	error text,
+	auth_failures bigint,
+	access_denied bigint)
+AS 'MODULE_PATHNAME', 'dmindex_memnodes'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION dmindex_memnodes() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dmindex_memnodes(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dmindex_memnodes() TO pg_monitor;

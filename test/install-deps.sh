@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what dmindex needs on Debian 12 (run as root): the compiler,
-# PostgreSQL 15 server and headers, libnuma (memnode NUMA binding), and Perl's
-# IPC::Run (PostgreSQL's TAP test framework).  Quick when all is present.
+# PostgreSQL 15 server and headers, libnuma (memnode NUMA binding), libssl-dev
+# (libcrypto: the authentication handshake's HMAC), clang (libFuzzer targets
+# of test/fuzz) and Perl's IPC::Run (PostgreSQL's TAP test framework).  Quick
+# when all is present.
 set -euo pipefail
-PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libipc-run-perl bc"
+PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libssl-dev clang libipc-run-perl bc"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -11,11 +11,14 @@
 # timeout, a non-zero exit without a failed test, or a missing or wrong
 # "1..N" plan counts as one failure.  Output of each binary is kept in
 # build/test/logs/NAME.tap (stdout) and NAME.log (stderr: memnode logs).
+# The binaries in AUTH_VARIANTS run a second time with DM_TEST_AUTH=1,
+# against a memnode with --auth-file (shown as NAME+auth; test/lib/testauth.h).
 # Exit status 0 iff everything passed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
 timeout_s=${C_TEST_TIMEOUT:-300}
+AUTH_VARIANTS="test_robust"
 logdir=build/test/logs
 mkdir -p "$logdir"
 
@@ -28,6 +31,7 @@ for f in build/test/unit/* build/test/integ/*; do
 		[ $want = 1 ] || continue
 	fi
 	bins+=("$f")
+	case " $AUTH_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@auth") ;; esac
 done
 if [ ${#bins[@]} -eq 0 ]; then
 	echo "run-c-tests: no test binaries found under build/test (run \`make standalone\` first)" >&2
@@ -38,14 +42,20 @@ fi
 total_pass=0
 total_fail=0
 failed_bins=()
-for bin in "${bins[@]}"; do
+for entry in "${bins[@]}"; do
+	bin=${entry%@auth}
 	name=$(basename "$bin")
+	auth=
+	if [ "$entry" != "$bin" ]; then
+		name="$name+auth"
+		auth=1
+	fi
 	tap="$logdir/$name.tap"
 	log="$logdir/$name.log"
 	start=$(date +%s.%N)
 	# -k: if the test ignores SIGTERM, SIGKILL it 10 s later (its memnodes
 	# die with it: they are started with PR_SET_PDEATHSIG)
-	timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
+	DM_TEST_AUTH=$auth timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 

@@ -10,6 +10,8 @@
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
 #   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
 #      DROP DATABASE; each assertion counts.
+#   5. fuzz (test/fuzz): each libFuzzer target for FUZZ_SECONDS (default 20)
+#      from its seed corpus; each target counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
 # memnode as user postgres).  Exit status 0 iff nothing failed.
 set -uo pipefail
@@ -75,6 +77,19 @@ else
     failed=$((failed + 1))
 fi
 rm -f "$tap_out"
+
+echo "== fuzz (libFuzzer: frame decoder, batch validation, handshake)"
+fuzz_out=$(mktemp)
+bash test/run-fuzz.sh 2>&1 | tee "$fuzz_out"
+line=$(grep -E '^Fuzz: [0-9]+ passed, [0-9]+ failed' "$fuzz_out" | tail -n 1)
+if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | sed -E 's/^Fuzz: ([0-9]+) passed.*/\1/')))
+    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+else
+    echo "fuzz printed no summary"
+    failed=$((failed + 1))
+fi
+rm -f "$fuzz_out"
 
 echo
 echo "$passed passed, $failed failed"

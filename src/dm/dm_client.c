@@ -32,6 +32,7 @@ breaks_connection(int status)
 		case DM_ERR_PROTOCOL:
 		case DM_ERR_VERSION:
 		case DM_ERR_INTERRUPTED:
+		case DM_ERR_AUTH:
 			return 1;
 		default:
 			return 0;
@@ -86,6 +87,16 @@ dm_client_create(const dm_client_opts *opts)
 	/* copied: the caller's string may not outlive us */
 	snprintf(c->name, sizeof(c->name), "%s", opts && opts->name ? opts->name : "");
 	c->opts.name = NULL;
+	if (opts && opts->auth_identity && opts->auth_identity[0])
+	{
+		/* checked at connect (dm_fail needs a client to report on) */
+		snprintf(c->auth_identity, sizeof(c->auth_identity), "%s", opts->auth_identity);
+		c->auth_secret_len = opts->auth_secret_len <= sizeof(c->auth_secret) ? opts->auth_secret_len : 0;
+		if (opts->auth_secret)
+			memcpy(c->auth_secret, opts->auth_secret, c->auth_secret_len);
+	}
+	c->opts.auth_identity = NULL;
+	c->opts.auth_secret = NULL;
 	return c;
 }
 
@@ -107,6 +118,7 @@ dm_client_destroy(dm_client *c)
 	for (int i = 0; i < c->nconns; i++)
 		conn_free(c->conns[i]);
 	free(c->conns);
+	dm_auth_wipe(c->auth_secret, sizeof(c->auth_secret));
 	free(c);
 }
 
@@ -125,6 +137,55 @@ conn_by_node(const dm_client *c, uint16_t node_id)
 	return NULL;
 }
 
+/*
+ * The second half of an authenticated handshake (dm_auth.h): send our proof
+ * for the memnode's challenge, check its proof, and leave the real HELLO
+ * reply in *rep.
+ */
+static int
+authenticate(dm_client *c, dm_conn *cn, const dm_hello_req *hr, const uint8_t *server_nonce,
+			 uint64_t deadline, dm_hello_rep *rep)
+{
+	struct
+	{
+		dm_frame_hdr h;
+		dm_auth_req r;
+	}			req;
+	dm_frame_hdr *rh;
+	dm_auth_rep ar;
+	uint8_t		want[DM_AUTH_MAC_LEN];
+	int			rc;
+
+	memset(&req, 0, sizeof(req));
+	dm_hdr_init(&req.h, DM_MSG_AUTH, sizeof(req), ++cn->seq);
+	if (dm_auth_mac(c->auth_secret, c->auth_secret_len, DM_AUTH_ROLE_CLIENT, hr->identity,
+					hr->client_nonce, server_nonce, req.r.mac) != DM_OK)
+		return dm_fail(c, cn, DM_ERR_AUTH, "cannot compute the authentication proof");
+	if ((rc = dm_sock_send(c, cn, &req, sizeof(req), deadline)) != DM_OK)
+		return rc == DM_ERR_TIMEOUT ? dm_fail(c, cn, DM_ERR_CONNECT, "handshake timed out") : rc;
+	if ((rc = dm_sock_recv_frame(c, cn, DM_MSG_AUTH, cn->seq, deadline, &rh)) != DM_OK)
+	{
+		if (rc == DM_ERR_TIMEOUT || rc == DM_ERR_CLOSED)
+			return dm_fail(c, cn, DM_ERR_CONNECT, "no authentication reply (%s)", dm_strerror(rc));
+		return rc;
+	}
+	if (rh->status == DM_ERR_AUTH)
+		return dm_fail(c, cn, DM_ERR_AUTH, "authentication as \"%s\" refused (wrong secret or unknown identity)",
+					   c->auth_identity);
+	if (rh->status != DM_OK)
+		return dm_fail(c, cn, DM_ERR_CONNECT, "authentication refused: %s", dm_strerror((int) rh->status));
+	if (rh->length != DM_HDR_SIZE + sizeof(ar))
+		return dm_fail(c, cn, DM_ERR_PROTOCOL, "authentication reply has length %u", rh->length);
+	memcpy(&ar, cn->rbuf + DM_HDR_SIZE, sizeof(ar));
+	if (dm_auth_mac(c->auth_secret, c->auth_secret_len, DM_AUTH_ROLE_SERVER, hr->identity,
+					hr->client_nonce, server_nonce, want) != DM_OK ||
+		!dm_auth_mac_equal(want, ar.mac))
+		return dm_fail(c, cn, DM_ERR_AUTH, "the memnode could not prove it knows the secret of \"%s\"",
+					   c->auth_identity);
+	*rep = ar.hello;
+	return DM_OK;
+}
+
 /* Open the socket and shake hands; fills the memnode's identity into cn. */
 static int
 handshake(dm_client *c, dm_conn *cn)
@@ -139,6 +200,10 @@ handshake(dm_client *c, dm_conn *cn)
 	uint64_t	deadline;
 	int			rc;
 
+	if (c->auth_identity[0] && (!dm_auth_identity_valid(c->auth_identity) ||
+								c->auth_secret_len < DM_AUTH_SECRET_MIN))
+		return dm_fail(c, cn, DM_ERR_AUTH, "invalid credentials: identity \"%s\" or a secret shorter than %d bytes",
+					   c->auth_identity, DM_AUTH_SECRET_MIN);
 	if ((rc = dm_sock_connect(c, cn)) != DM_OK)
 		return rc;
 	deadline = dm_deadline(c->opts.connect_timeout_ms);
@@ -151,6 +216,12 @@ handshake(dm_client *c, dm_conn *cn)
 		snprintf(req.r.client_name, sizeof(req.r.client_name), "%s", c->name);
 	else
 		snprintf(req.r.client_name, sizeof(req.r.client_name), "pid %d", (int) getpid());
+	if (c->auth_identity[0])
+	{
+		memcpy(req.r.identity, c->auth_identity, sizeof(req.r.identity));
+		if (dm_auth_random(req.r.client_nonce, sizeof(req.r.client_nonce)) != DM_OK)
+			return dm_fail(c, cn, DM_ERR_AUTH, "no random bytes for the authentication nonce");
+	}
 	if ((rc = dm_sock_send(c, cn, &req, sizeof(req), deadline)) != DM_OK)
 		return rc == DM_ERR_TIMEOUT ? dm_fail(c, cn, DM_ERR_CONNECT, "handshake timed out") : rc;
 	if ((rc = dm_sock_recv_frame(c, cn, DM_MSG_HELLO, cn->seq, deadline, &rh)) != DM_OK)
@@ -159,6 +230,9 @@ handshake(dm_client *c, dm_conn *cn)
 			return dm_fail(c, cn, DM_ERR_CONNECT, "no handshake reply (%s)", dm_strerror(rc));
 		return rc;
 	}
+	if (rh->status == DM_ERR_AUTH)
+		return dm_fail(c, cn, DM_ERR_AUTH, "the memnode requires authentication%s",
+					   c->auth_identity[0] ? "" : " (no credentials configured)");
 	if (rh->status != DM_OK)
 		return dm_fail(c, cn, rh->status == DM_ERR_VERSION ? DM_ERR_VERSION : DM_ERR_CONNECT,
 					   "handshake refused: %s", dm_strerror((int) rh->status));
@@ -168,6 +242,21 @@ handshake(dm_client *c, dm_conn *cn)
 	if (rep.version != DM_PROTO_VERSION)
 		return dm_fail(c, cn, DM_ERR_VERSION, "memnode speaks protocol version %u, we speak %u",
 					   rep.version, DM_PROTO_VERSION);
+	if (rep.flags & DM_HELLO_REP_AUTH)
+	{
+		uint8_t		server_nonce[DM_AUTH_NONCE_LEN];
+
+		if (!c->auth_identity[0])
+			return dm_fail(c, cn, DM_ERR_AUTH, "the memnode requires authentication (no credentials configured)");
+		memcpy(server_nonce, rep.server_nonce, sizeof(server_nonce));
+		if ((rc = authenticate(c, cn, &req.r, server_nonce, deadline, &rep)) != DM_OK)
+			return rc;
+		if (rep.version != DM_PROTO_VERSION || (rep.flags & DM_HELLO_REP_AUTH))
+			return dm_fail(c, cn, DM_ERR_PROTOCOL, "authentication reply is malformed");
+	}
+	else if (c->auth_identity[0])
+		return dm_fail(c, cn, DM_ERR_AUTH,
+					   "the memnode does not require authentication, so it cannot prove it is the one configured (start it with --auth-file)");
 	if (rep.node_id > DM_NODE_ID_MAX || rep.incarnation == 0 || rep.region_size == 0 ||
 		rep.region_size > DM_OFFSET_MASK || memchr(rep.shm_path, '\0', sizeof(rep.shm_path)) == NULL)
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "handshake reply is malformed");

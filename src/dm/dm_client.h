@@ -61,6 +61,15 @@ typedef struct dm_client_opts
 	dm_wait_fn	wait;
 	void	   *wait_arg;
 	const char *name;			/* shown in the memnode's log */
+	/*
+	 * Credentials (dm_auth.h; both or neither, copied): authenticate every
+	 * connection as auth_identity, and accept only memnodes that prove they
+	 * know auth_secret too.  With credentials, a memnode that does not ask
+	 * for authentication is refused (DM_ERR_AUTH): it could be anyone.
+	 */
+	const char *auth_identity;
+	const uint8_t *auth_secret;
+	uint32_t	auth_secret_len;
 } dm_client_opts;
 
 /* Per-connection counters: the numbers the papers report. */

@@ -43,6 +43,9 @@ struct dm_client
 	dm_conn   **conns;
 	int			nconns;
 	char		name[32];		/* sent in the handshake, shown in the memnode's log */
+	char		auth_identity[DM_AUTH_ID_LEN];	/* "" = no credentials */
+	uint8_t		auth_secret[DM_AUTH_SECRET_MAX];
+	uint32_t	auth_secret_len;
 	uint64_t	steps;			/* dm_post calls and RPCs (fault injection counts these) */
 	dm_fault	fault;			/* armed when action != NONE; at = absolute step */
 	int			kill_mid_armed;	/* dm_shm_post: die after kill_mid_words stored words */

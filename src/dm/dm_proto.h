@@ -3,7 +3,8 @@
  * bodies, and the functions that encode and (strictly) decode them.
  *
  * Every frame starts with a 24-byte header.  A connection begins with HELLO
- * (versioned handshake); after that the client sends BATCH frames (many
+ * (versioned handshake; with AUTH after it when the memnode authenticates
+ * its clients, dm_auth.h); after that the client sends BATCH frames (many
  * one-sided operations, one reply: "doorbell batching") and RPC frames.
  * Requests are answered in order, one reply per request, with the request's
  * seq echoed.  All integers are little-endian; all bodies are multiples of 8
@@ -15,6 +16,7 @@
 #ifndef DM_PROTO_H
 #define DM_PROTO_H
 
+#include "dm_auth.h"
 #include "dm_types.h"
 
 #define DM_PROTO_MAGIC		0x58494D44u	/* "DMIX" */
@@ -22,8 +24,12 @@
  * 2: dm_wire_op.flags (DM_OPF_GUARD: conditional batches).  A version-1
  * memnode would ignore the flag and apply a fenced-off write, so the
  * versions must not mix.
+ * 3: authentication (identity and nonce in HELLO, the AUTH frame) and the
+ * statistics auth_failures / access_denied.  A memnode answers a HELLO of
+ * any other version with DM_ERR_VERSION, whatever its length, so an older
+ * client reports "protocol version mismatch" rather than a closed socket.
  */
-#define DM_PROTO_VERSION	2
+#define DM_PROTO_VERSION	3
 
 #define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
 #define DM_BATCH_MAX_OPS	4096
@@ -33,7 +39,8 @@ typedef enum dm_msg_type
 {
 	DM_MSG_HELLO = 1,
 	DM_MSG_BATCH = 2,
-	DM_MSG_RPC = 3
+	DM_MSG_RPC = 3,
+	DM_MSG_AUTH = 4				/* the client's proof, when HELLO asked for it */
 } dm_msg_type;
 
 #define DM_MSG_REPLY 0x8000		/* or-ed into the type of a reply */
@@ -59,9 +66,21 @@ typedef struct dm_hello_req
 	uint32_t	flags;			/* DM_HELLO_* */
 	uint64_t	client_pid;
 	char		client_name[32];
+	/* version 3: "" = no credentials; else an identity of the memnode's auth file */
+	char		identity[DM_AUTH_ID_LEN];
+	uint8_t		client_nonce[DM_AUTH_NONCE_LEN];	/* fresh random bytes */
 } dm_hello_req;
 
+/*
+ * The memnode answers a HELLO with a dm_hello_rep.  Without --auth-file that
+ * is the whole handshake.  With it, the reply has DM_HELLO_REP_AUTH,
+ * server_nonce and nothing else (version aside); the client then sends AUTH
+ * (its proof, dm_auth.h) and the AUTH reply carries the real dm_hello_rep
+ * and the memnode's proof.  A failed or missing proof is answered with
+ * DM_ERR_AUTH and the connection is closed; no op has run on it.
+ */
 #define DM_HELLO_REP_SHM 0x1	/* region exported at shm_path */
+#define DM_HELLO_REP_AUTH 0x2	/* authentication required: send AUTH */
 
 typedef struct dm_hello_rep
 {
@@ -74,7 +93,21 @@ typedef struct dm_hello_rep
 	uint32_t	flags;			/* DM_HELLO_REP_* */
 	uint32_t	pad;
 	char		shm_path[DM_SHM_PATH_LEN];
+	uint8_t		server_nonce[DM_AUTH_NONCE_LEN];	/* with DM_HELLO_REP_AUTH */
 } dm_hello_rep;
+
+/* AUTH request body */
+typedef struct dm_auth_req
+{
+	uint8_t		mac[DM_AUTH_MAC_LEN];	/* dm_auth_mac(DM_AUTH_ROLE_CLIENT) */
+} dm_auth_req;
+
+/* AUTH reply body (status DM_OK only; else empty) */
+typedef struct dm_auth_rep
+{
+	dm_hello_rep hello;			/* what HELLO answers without authentication */
+	uint8_t		mac[DM_AUTH_MAC_LEN];	/* dm_auth_mac(DM_AUTH_ROLE_SERVER) */
+} dm_auth_rep;
 
 /*
  * BATCH request body: dm_batch_hdr, nops dm_wire_op, then the payload of
@@ -207,6 +240,8 @@ typedef struct dm_node_stats
 	uint32_t	node_id;
 	uint32_t	threads;
 	uint64_t	bytes_in_use;	/* handed out to clients, not returned (chunks_used is coarser) */
+	uint64_t	auth_failures;	/* connections refused at authentication */
+	uint64_t	access_denied;	/* requests refused: another identity's memory or tree */
 } dm_node_stats;
 
 /* Fill in a header for a frame of the given type and total length. */

@@ -567,7 +567,7 @@ fill_info(const dm_region *r, uint32_t slot, dm_tree_info *out)
 	out->meta_addr = dm_gaddr_make(r->node_id, entry_off + offsetof(dm_cat_entry, meta));
 	out->created_unix_ns = e->created_unix_ns;
 	out->chunks = e->chunks;
-	out->owner_pid = e->owner_pid;
+	out->owner_pid = e->owner_pid & DM_CAT_PID_MASK;
 	out->slot = slot;
 	out->state = (uint32_t) e->state;
 }
@@ -584,6 +584,13 @@ find_live(const dm_region *r, const dm_tree_name *name)
 int
 dm_region_cat_create(dm_region *r, const dm_tree_name *name, uint64_t owner_pid,
 					 uint64_t now_unix_ns, dm_tree_info *out)
+{
+	return dm_region_cat_create_owned(r, name, owner_pid, 0, now_unix_ns, out);
+}
+
+int
+dm_region_cat_create_owned(dm_region *r, const dm_tree_name *name, uint64_t owner_pid,
+						   uint64_t owner_ident, uint64_t now_unix_ns, dm_tree_info *out)
 {
 	dm_cat_entry *e = NULL;
 	uint32_t	slot;
@@ -609,7 +616,7 @@ dm_region_cat_create(dm_region *r, const dm_tree_name *name, uint64_t owner_pid,
 	e->name = *name;
 	e->state = DM_TREE_STATE_LIVE;
 	e->created_unix_ns = now_unix_ns;
-	e->owner_pid = owner_pid;
+	e->owner_pid = (owner_pid & DM_CAT_PID_MASK) | (owner_ident << 32);
 	/* publish last: a client reading the catalog sees a complete entry */
 	__atomic_store_n(&e->tree_id, dm_gaddr_make(r->node_id, (seq << SLOT_BITS) | slot),
 					 __ATOMIC_RELEASE);
@@ -628,6 +635,32 @@ dm_region_cat_open(dm_region *r, const dm_tree_name *name, dm_tree_info *out)
 	if ((slot = find_live(r, name)) < 0)
 		return DM_ERR_NOTFOUND;
 	fill_info(r, (uint32_t) slot, out);
+	return DM_OK;
+}
+
+int
+dm_region_cat_owner(const dm_region *r, const dm_tree_name *name, uint64_t *owner_ident, uint32_t *slot)
+{
+	int			s;
+
+	if (!dm_tree_name_valid(name))
+		return DM_ERR_INVALID;
+	if ((s = find_live(r, name)) < 0)
+		return DM_ERR_NOTFOUND;
+	*owner_ident = dm_cat_owner_ident(&r->catalog[s]);
+	if (slot)
+		*slot = (uint32_t) s;
+	return DM_OK;
+}
+
+int
+dm_region_tree_owner(const dm_region *r, uint64_t tree_id, uint64_t *owner_ident)
+{
+	dm_cat_entry *e = dm_region_entry_of_tree((dm_region *) r, tree_id);
+
+	if (e == NULL)
+		return DM_ERR_NOTFOUND;
+	*owner_ident = dm_cat_owner_ident(e);
 	return DM_OK;
 }
 
@@ -661,6 +694,15 @@ dm_region_cat_list(dm_region *r, uint32_t start_slot, uint32_t max,
 				   uint32_t kind, uint32_t dboid, uint64_t sysid,
 				   dm_tree_info *out, uint32_t *next_slot)
 {
+	return dm_region_cat_list_owned(r, start_slot, max, kind, dboid, sysid, NULL, out, next_slot);
+}
+
+uint32_t
+dm_region_cat_list_owned(dm_region *r, uint32_t start_slot, uint32_t max,
+						 uint32_t kind, uint32_t dboid, uint64_t sysid,
+						 const uint64_t *owner_ident,
+						 dm_tree_info *out, uint32_t *next_slot)
+{
 	uint32_t	n = 0;
 	uint32_t	s;
 	uint32_t	cap = (uint32_t) r->sb->catalog_capacity;
@@ -670,6 +712,8 @@ dm_region_cat_list(dm_region *r, uint32_t start_slot, uint32_t max,
 		const dm_cat_entry *e = &r->catalog[s];
 
 		if (e->tree_id == 0)
+			continue;
+		if (owner_ident != NULL && dm_cat_owner_ident(e) != *owner_ident)
 			continue;
 		if (kind != 0 && e->name.kind != kind)
 			continue;
@@ -704,4 +748,61 @@ dm_region_check_op(const dm_region *r, int kind, uint64_t offset, uint64_t len)
 			return DM_OK;
 	}
 	return DM_ERR_READONLY;
+}
+
+/* Owner tag of the live tree that owns chunk i, 0 if none (free, or not a tree). */
+static uint64_t
+chunk_ident(const dm_region *r, uint64_t i)
+{
+	uint64_t	owner = __atomic_load_n(&r->chunks[i].owner, __ATOMIC_ACQUIRE);
+	uint64_t	slot = owner & SLOT_MASK;
+	const dm_cat_entry *e;
+
+	if (owner == 0 || dm_gaddr_node(owner) != r->node_id || slot >= r->sb->catalog_capacity)
+		return 0;
+	e = &r->catalog[slot];
+	if (__atomic_load_n(&e->tree_id, __ATOMIC_ACQUIRE) != owner)
+		return 0;
+	return dm_cat_owner_ident(e);
+}
+
+int
+dm_region_check_owner(const dm_region *r, uint64_t offset, uint64_t len, uint64_t ident)
+{
+	const dm_superblock *sb = r->sb;
+	uint64_t	last = offset + len - 1;	/* len > 0 and in the region: dm_region_check_op */
+	uint64_t	cat_end = sb->catalog_off + sb->catalog_capacity * DM_CAT_ENTRY_SIZE;
+
+	if (ident == 0 || len == 0)
+		return DM_ERR_PERMISSION;
+	if (last < sb->chunk_table_off)
+		return DM_OK;			/* the superblock: sizes, incarnation, heartbeat */
+	if (offset >= sb->data_off)
+	{
+		uint64_t	first_chunk = (offset - sb->data_off) / sb->chunk_size;
+		uint64_t	last_chunk = (last - sb->data_off) / sb->chunk_size;
+
+		if (last_chunk >= sb->nchunks)
+			return DM_ERR_PERMISSION;
+		for (uint64_t i = first_chunk; i <= last_chunk; i++)
+			if (chunk_ident(r, i) != ident)
+				return DM_ERR_PERMISSION;
+		return DM_OK;
+	}
+	if (offset >= sb->catalog_off && last < cat_end)
+	{
+		uint64_t	first_slot = (offset - sb->catalog_off) / DM_CAT_ENTRY_SIZE;
+		uint64_t	last_slot = (last - sb->catalog_off) / DM_CAT_ENTRY_SIZE;
+
+		for (uint64_t s = first_slot; s <= last_slot; s++)
+		{
+			const dm_cat_entry *e = &r->catalog[s];
+
+			if (__atomic_load_n(&e->tree_id, __ATOMIC_ACQUIRE) == 0 ||
+				dm_cat_owner_ident(e) != ident)
+				return DM_ERR_PERMISSION;
+		}
+		return DM_OK;
+	}
+	return DM_ERR_PERMISSION;	/* chunk table, padding, or a range across areas */
 }

@@ -121,11 +121,24 @@ typedef struct dm_cat_entry
 	uint64_t	tree_id;		/* 0 = free slot */
 	uint64_t	state;
 	uint64_t	created_unix_ns;
-	uint64_t	owner_pid;
+	uint64_t	owner_pid;		/* low 32 bits: creating client's pid; high 32: its identity (below) */
 	uint64_t	chunks;
 	dm_tree_name name;
 	uint64_t	pad[27];		/* to DM_CAT_ENTRY_SIZE */
 } dm_cat_entry;
+
+/*
+ * The identity that owns a tree (memnodes with --auth-file): the high 32
+ * bits of owner_pid hold dm_auth_ident_tag of the creating identity, 0 if
+ * it was created without authentication (then nobody may use it once
+ * authentication is on).  A pid fits in the low 32 bits.
+ */
+#define DM_CAT_PID_MASK UINT64_C(0xFFFFFFFF)
+static inline uint64_t
+dm_cat_owner_ident(const dm_cat_entry *e)
+{
+	return __atomic_load_n(&e->owner_pid, __ATOMIC_RELAXED) >> 32;
+}
 
 typedef struct dm_region
 {
@@ -214,7 +227,18 @@ extern uint64_t dm_region_bytes_in_use(dm_region *r);
 extern int	dm_region_cat_create(dm_region *r, const dm_tree_name *name,
 								 uint64_t owner_pid, uint64_t now_unix_ns,
 								 dm_tree_info *out);
+/* The same, recording the identity (dm_auth_ident_tag) that owns the tree. */
+extern int	dm_region_cat_create_owned(dm_region *r, const dm_tree_name *name,
+									   uint64_t owner_pid, uint64_t owner_ident,
+									   uint64_t now_unix_ns, dm_tree_info *out);
 extern int	dm_region_cat_open(dm_region *r, const dm_tree_name *name, dm_tree_info *out);
+/*
+ * The owning identity of a live tree: by name (slot of the entry in *slot,
+ * may be NULL) or by tree id.  DM_ERR_NOTFOUND if there is no such tree.
+ */
+extern int	dm_region_cat_owner(const dm_region *r, const dm_tree_name *name,
+								uint64_t *owner_ident, uint32_t *slot);
+extern int	dm_region_tree_owner(const dm_region *r, uint64_t tree_id, uint64_t *owner_ident);
 extern int	dm_region_cat_drop(dm_region *r, const dm_tree_name *name, uint64_t *chunks_freed);
 /*
  * List live trees from start_slot that match the filter (kind 0 = any;
@@ -224,6 +248,11 @@ extern int	dm_region_cat_drop(dm_region *r, const dm_tree_name *name, uint64_t *
 extern uint32_t dm_region_cat_list(dm_region *r, uint32_t start_slot, uint32_t max,
 								   uint32_t kind, uint32_t dboid, uint64_t sysid,
 								   dm_tree_info *out, uint32_t *next_slot);
+/* The same, listing only the trees of one identity (memnodes with --auth-file). */
+extern uint32_t dm_region_cat_list_owned(dm_region *r, uint32_t start_slot, uint32_t max,
+										 uint32_t kind, uint32_t dboid, uint64_t sysid,
+										 const uint64_t *owner_ident,
+										 dm_tree_info *out, uint32_t *next_slot);
 
 /* A tree name is well formed (known kind, NUL-terminated name, ...). */
 extern int	dm_tree_name_valid(const dm_tree_name *name);
@@ -240,5 +269,18 @@ extern void dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
  * aligned.  Returns DM_OK, DM_ERR_RANGE, DM_ERR_READONLY or DM_ERR_ALIGN.
  */
 extern int	dm_region_check_op(const dm_region *r, int kind, uint64_t offset, uint64_t len);
+
+/*
+ * Tenant isolation (memnodes with --auth-file), on top of dm_region_check_op:
+ * may the identity with tag `ident` do this op on [offset, offset + len)?
+ * Yes for READs of the superblock page; for the catalog entries of its own
+ * live trees; for chunks owned by its own live trees.  No (DM_ERR_PERMISSION)
+ * for anything else: the chunk table, other identities' entries and chunks,
+ * free chunks, chunks whose owner is not a live tree.  Reads the chunk table
+ * and catalog without a lock (8-byte loads): the memnode makes sure no freed
+ * chunk is handed out again while a batch checked against its old owner
+ * still runs (memnode/auth.c).
+ */
+extern int	dm_region_check_owner(const dm_region *r, uint64_t offset, uint64_t len, uint64_t ident);
 
 #endif							/* DM_REGION_H */

@@ -32,6 +32,8 @@ dm_strerror(int status)
 		case DM_ERR_NOTOWNER: return "key outside this instance's partition";
 		case DM_ERR_REPLICA: return "tree handle is read-only (replica)";
 		case DM_ERR_FENCED: return "the tree is written by another writer now";
+		case DM_ERR_AUTH: return "authentication with memory node failed";
+		case DM_ERR_PERMISSION: return "memory or tree belongs to another identity";
 	}
 	return "unknown error";
 }

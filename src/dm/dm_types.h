@@ -80,10 +80,12 @@ typedef enum dm_status
 	DM_ERR_INTERNAL = 20,		/* bug: should never happen */
 	DM_ERR_NOTOWNER = 21,		/* key outside this instance's partition of the tree */
 	DM_ERR_REPLICA = 22,		/* a write through a read-only (replica) tree handle */
-	DM_ERR_FENCED = 23			/* another writer took the tree over (dm_tree_writer.c) */
+	DM_ERR_FENCED = 23,			/* another writer took the tree over (dm_tree_writer.c) */
+	DM_ERR_AUTH = 24,			/* authentication failed (either side) */
+	DM_ERR_PERMISSION = 25		/* memory or tree of another identity */
 } dm_status;
 
-#define DM_STATUS_MAX DM_ERR_FENCED
+#define DM_STATUS_MAX DM_ERR_PERMISSION
 
 extern const char *dm_strerror(int status);
 

@@ -44,6 +44,7 @@ typedef struct ClientConfig
 	int			transport;
 	int			connect_timeout;
 	int			op_timeout;
+	char	   *auth_file;		/* in TopMemoryContext */
 } ClientConfig;
 
 static dm_client *backend_client = NULL;
@@ -375,13 +376,17 @@ dmindex_wait(void *arg, int fd, int want_write, int timeout_ms)
  * ------------------------------------------------------------------------
  */
 
-/* A client with the current settings; raises an error only if out of memory. */
+/*
+ * A client with the current settings; raises an error if out of memory or
+ * if dmindex.memnode_auth_file cannot be used.
+ */
 static dm_client *
 create_client(void)
 {
 	static char name[32];
 	dm_client_opts opts;
 	dm_client  *client;
+	dm_auth_entry *creds;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.backend = (dm_backend) dmindex_transport;
@@ -391,8 +396,11 @@ create_client(void)
 	opts.wait_arg = NULL;
 	snprintf(name, sizeof(name), "postgres[%d]", MyProcPid);
 	opts.name = name;
+	dmindex_auth_apply(&opts, &creds);
 
+	/* the client copies the credentials; ours are wiped at once */
 	client = dm_client_create(&opts);
+	dmindex_auth_release(creds, creds ? 1 : 0);
 	if (client == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -409,7 +417,9 @@ config_changed(void)
 	return strcmp(backend_config.memnodes, memnodes) != 0 ||
 		backend_config.transport != dmindex_transport ||
 		backend_config.connect_timeout != dmindex_connect_timeout ||
-		backend_config.op_timeout != dmindex_op_timeout;
+		backend_config.op_timeout != dmindex_op_timeout ||
+		strcmp(backend_config.auth_file,
+			   dmindex_memnode_auth_file ? dmindex_memnode_auth_file : "") != 0;
 }
 
 dm_client *
@@ -429,9 +439,14 @@ dmindex_get_client(void)
 	{
 		dm_client_destroy(backend_client);
 		backend_client = NULL;
-		pfree(backend_config.memnodes);
-		backend_config.memnodes = NULL;
 	}
+	/* also after a create_client() that raised an error (an unusable auth file) */
+	if (backend_config.memnodes != NULL)
+		pfree(backend_config.memnodes);
+	backend_config.memnodes = NULL;
+	if (backend_config.auth_file != NULL)
+		pfree(backend_config.auth_file);
+	backend_config.auth_file = NULL;
 
 	backend_config.memnodes =
 		MemoryContextStrdup(TopMemoryContext,
@@ -439,6 +454,9 @@ dmindex_get_client(void)
 	backend_config.transport = dmindex_transport;
 	backend_config.connect_timeout = dmindex_connect_timeout;
 	backend_config.op_timeout = dmindex_op_timeout;
+	backend_config.auth_file =
+		MemoryContextStrdup(TopMemoryContext,
+							dmindex_memnode_auth_file ? dmindex_memnode_auth_file : "");
 	backend_client = create_client();
 	backend_generation++;
 	return backend_client;
@@ -693,6 +711,20 @@ dmindex_report(int elevel, int status, const dm_client *client,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("request to memnode \"%s\" is too large", address),
 					 has_detail ? errdetail_internal("%s", detail) : 0));
+			break;
+		case DM_ERR_AUTH:
+			ereport(elevel,
+					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+					 errmsg("authentication with memnode \"%s\" failed", address),
+					 has_detail ? errdetail_internal("%s", detail) : 0,
+					 errhint("The identity and secret in \"dmindex.memnode_auth_file\" must be a line of the memnode's --auth-file.")));
+			break;
+		case DM_ERR_PERMISSION:
+			ereport(elevel,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("memnode \"%s\" refused access to memory of another identity", address),
+					 has_detail ? errdetail_internal("%s", detail) : 0,
+					 errhint("An index can be used only by servers that authenticate as the identity that created it.")));
 			break;
 		case DM_ERR_NOMEM:
 			ereport(elevel,

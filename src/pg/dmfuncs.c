@@ -19,7 +19,8 @@
 PG_FUNCTION_INFO_V1(dmindex_memnodes);
 PG_FUNCTION_INFO_V1(dmindex_memnode_ping);
 
-#define MEMNODES_COLS 10
+/* 10 in schema 0.1, 12 (auth_failures, access_denied) from 0.2 */
+#define MEMNODES_COLS 12
 
 /* Parse a memnode list given as an argument, or raise an error. */
 static DmMemnodeList *
@@ -150,6 +151,13 @@ dmindex_memnodes(PG_FUNCTION_ARGS)
 				values[8] = Int64GetDatum((int64) stats.trees - Max(claims, 0));
 			}
 			nulls[5] = nulls[6] = nulls[7] = nulls[8] = false;
+			/* the authentication counters: columns of schema 0.2 on */
+			if (rsinfo->setDesc->natts >= MEMNODES_COLS)
+			{
+				values[10] = Int64GetDatum((int64) stats.auth_failures);
+				values[11] = Int64GetDatum((int64) stats.access_denied);
+				nulls[10] = nulls[11] = false;
+			}
 		}
 		else
 		{

@@ -152,6 +152,7 @@ _PG_init(void)
 							NULL,
 							NULL);
 
+	dmindex_auth_init();
 	dmindex_cache_init();
 	dmindex_partition_init();
 	dmindex_claim_init();

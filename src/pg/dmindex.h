@@ -32,6 +32,14 @@ extern int dmindex_transport;	/* DmTransport */
 
 extern void _PG_init(void);
 
+/* ---- credentials for the memnodes (dmauth.c) ------------------------------ */
+
+extern char *dmindex_memnode_auth_file;	/* dmindex.memnode_auth_file */
+extern void dmindex_auth_init(void);
+/* Load the file's identity and secret into opts; *creds to release after dm_client_create. */
+extern void dmindex_auth_apply(dm_client_opts *opts, dm_auth_entry **creds);
+extern void dmindex_auth_release(dm_auth_entry *creds, int n);
+
 /* ---- memnode lists and the backend's client (dmconn.c) ------------------- */
 
 /*

@@ -6,6 +6,11 @@
  * applied), thousands of idle or half-open connections, and a fuzz loop of
  * random frames.  Raw sockets are plain socket code here on purpose: the
  * client library would refuse to send most of this.
+ *
+ * With DM_TEST_AUTH=1 the same runs against a memnode with --auth-file:
+ * every client (raw ones too) authenticates as tenant-a, and the good
+ * client's chunk belongs to a tree of tenant-a (test/run-c-tests.sh runs
+ * it both ways).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -25,6 +30,7 @@
 
 #include "dm_client.h"
 #include "dm_region.h"
+#include "testauth.h"
 #include "testutil.h"
 
 #define FLOOD_CONNS 2000
@@ -158,13 +164,40 @@ raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep)
 	req.r.version = version;
 	req.r.client_pid = (uint64_t) getpid();
 	snprintf(req.r.client_name, sizeof(req.r.client_name), "test_robust raw");
+	if (test_auth_on())
+	{
+		snprintf(req.r.identity, sizeof(req.r.identity), "tenant-a");
+		dm_auth_random(req.r.client_nonce, sizeof(req.r.client_nonce));
+	}
 	if (raw_send(fd, &req, sizeof(req)) < 0)
 		return -1;
 	if (raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0)
 		return -1;
 	if (rep_hdr->length != DM_HDR_SIZE + sizeof(*rep))
 		return -1;
-	return raw_recv(fd, rep, sizeof(*rep));
+	if (raw_recv(fd, rep, sizeof(*rep)) < 0)
+		return -1;
+	if (rep_hdr->status == DM_OK && (rep->flags & DM_HELLO_REP_AUTH))
+	{
+		/* the second half of the handshake (dm_auth.h): our proof; its reply is the real HELLO reply */
+		struct
+		{
+			dm_frame_hdr h;
+			dm_auth_req r;
+		}			areq;
+		dm_auth_rep arep;
+		const char *secret = test_auth_secret("tenant-a");
+
+		memset(&areq, 0, sizeof(areq));
+		dm_hdr_init(&areq.h, DM_MSG_AUTH, sizeof(areq), 78);
+		dm_auth_mac((const uint8_t *) secret, (uint32_t) strlen(secret), DM_AUTH_ROLE_CLIENT, req.r.identity,
+					req.r.client_nonce, rep->server_nonce, areq.r.mac);
+		if (raw_send(fd, &areq, sizeof(areq)) < 0 || raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0 ||
+			rep_hdr->length != DM_HDR_SIZE + sizeof(arep) || raw_recv(fd, &arep, sizeof(arep)) < 0)
+			return -1;
+		*rep = arep.hello;
+	}
+	return 0;
 }
 
 /* A frame: header + body, body_len bytes of body (already padded by the caller). */
@@ -697,7 +730,11 @@ test_flood(void)
 	/* A new client can still connect and work. */
 	{
 		dm_client_opts o = {.backend = DM_BACKEND_TCP,.op_timeout_ms = 5000,.connect_timeout_ms = 5000};
-		dm_client  *c2 = dm_client_create(&o);
+		dm_client  *c2;
+
+		if (test_auth_on())
+			test_auth_opts(&o, "tenant-a");
+		c2 = dm_client_create(&o);
 		uint16_t	id = 0;
 		uint64_t	w = 0;
 
@@ -901,8 +938,8 @@ int
 main(void)
 {
 	struct rlimit rl;
-	const char *const args[] = {"--id", "3", "--size", "64M", "--chunk-size", "1M", "--threads", "2",
-	"--log-level", "error", NULL};
+	const char *args[] = {"--id", "3", "--size", "64M", "--chunk-size", "1M", "--threads", "2",
+	"--log-level", "error", NULL, NULL, NULL};
 	dm_client_opts o;
 	dm_node_stats st;
 	int			rc;
@@ -917,7 +954,13 @@ main(void)
 		tap_diag("RLIMIT_NOFILE is %llu: the flood test will open fewer connections",
 				 (unsigned long long) rl.rlim_cur);
 
-	if (memnode_start(&mn, 0, args) != 0)
+	if (test_auth_on())
+	{
+		args[10] = "--auth-file";
+		args[11] = test_auth_file();
+		tap_diag("with authentication (DM_TEST_AUTH): every client is tenant-a");
+	}
+	if (memnode_start(&mn, 0, (const char *const *) args) != 0)
 	{
 		CHECK(0, "memnode started");
 		return tap_done();
@@ -925,6 +968,8 @@ main(void)
 	memset(&o, 0, sizeof(o));
 	o.backend = DM_BACKEND_TCP;
 	o.op_timeout_ms = 5000;
+	if (test_auth_on())
+		test_auth_opts(&o, "tenant-a");
 	good = dm_client_create(&o);
 	rc = dm_client_connect(good, mn.addr, &node);
 	CHECK_STATUS(rc, DM_OK, "good client connected");
@@ -941,7 +986,18 @@ main(void)
 		CHECK(node == 3 && ni.incarnation == mn.incarnation && region_size == (UINT64_C(64) << 20),
 			  "node id 3, incarnation as in the ready line, 64 MiB");
 	}
-	CHECK_STATUS(dm_chunk_alloc(good, node, 0xABCD, &chunk, NULL), DM_OK, "good client has a chunk");
+	if (test_auth_on())
+	{
+		/* with authentication a chunk's owner must be a tree of the caller */
+		dm_tree_name tn;
+		dm_tree_info ti;
+
+		dm_tree_name_named(&tn, "robust");
+		CHECK_STATUS(dm_tree_create(good, node, &tn, &ti), DM_OK, "good client creates its tree");
+		CHECK_STATUS(dm_chunk_alloc(good, node, ti.tree_id, &chunk, NULL), DM_OK, "good client has a chunk");
+	}
+	else
+		CHECK_STATUS(dm_chunk_alloc(good, node, 0xABCD, &chunk, NULL), DM_OK, "good client has a chunk");
 	check_serving("start");
 
 	test_raw_abuse();
