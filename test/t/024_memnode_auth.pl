@@ -1,4 +1,4 @@
-# 021_memnode_auth.pl — PostgreSQL servers on a memnode that requires
+# 024_memnode_auth.pl — PostgreSQL servers on a memnode that requires
 # authentication (--auth-file; README "Security", docs/design.md §3).
 #
 # A server whose dmindex.memnode_auth_file holds one of the memnode's
