@@ -57,9 +57,9 @@ $primary->safe_psql(
 	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
 	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
 	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1');
-	SELECT pg_create_physical_replication_slot('s2');
-	SELECT pg_create_physical_replication_slot('s3');
+	SELECT pg_create_physical_replication_slot('s1', true);
+	SELECT pg_create_physical_replication_slot('s2', true);
+	SELECT pg_create_physical_replication_slot('s3', true);
 });
 $primary->backup('b');
 

@@ -53,7 +53,7 @@ $primary->safe_psql(
 	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
 	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
 	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1');
+	SELECT pg_create_physical_replication_slot('s1', true);
 	SELECT dmindex_set_partitions('t_k_dm', ARRAY[50000], ARRAY[0, 1]);
 });
 $primary->backup('b');
