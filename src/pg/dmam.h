@@ -61,6 +61,8 @@ extern void dmindex_writer_created(Relation index, dm_tree *tree);
  * the synchronous standbys (if any) and raise the tree's high-water mark.
  */
 extern void dmindex_before_remote_write(Relation index, dm_tree *tree, XLogRecPtr lsn);
+/* The end of the WAL inserted so far, as a position XLogFlush can reach. */
+extern XLogRecPtr dmindex_wal_insert_end(void);
 /* On every use of an open tree: write under it, take it over, or refuse (ERROR). */
 extern void dmindex_writer_check(Relation index, dm_tree *tree);
 /* Whether this server may free the tree (never raises). */

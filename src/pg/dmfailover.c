@@ -47,6 +47,7 @@
 #include "postgres.h"
 
 #include "access/timeline.h"
+#include "access/xlog_internal.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
@@ -158,6 +159,26 @@ wait_for_sync_standbys(XLogRecPtr lsn)
 				 errdetail("The synchronous standbys have not confirmed WAL up to %X/%X; no index entry was written and the transaction is rolled back.",
 						   LSN_FORMAT_ARGS(lsn))));
 	return true;
+}
+
+/*
+ * The end of the WAL inserted so far, as a position XLogFlush can reach.
+ * GetXLogInsertRecPtr() names where the next record would start: just past
+ * the header of a page nothing is written on yet when the last record
+ * ended at a page boundary, and XLogFlush to that position fails ("flushed
+ * only to" the page start).  Every record inserted so far ends at or
+ * before that page's start, so the page start is the end to flush to.
+ */
+XLogRecPtr
+dmindex_wal_insert_end(void)
+{
+	XLogRecPtr	lsn = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
+		return lsn - SizeOfXLogLongPHD;
+	if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		return lsn - SizeOfXLogShortPHD;
+	return lsn;
 }
 
 void

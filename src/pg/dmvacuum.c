@@ -88,7 +88,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			 */
 			if (!synced)
 			{
-				dmindex_before_remote_write(index, tree, GetXLogInsertRecPtr());
+				dmindex_before_remote_write(index, tree, dmindex_wal_insert_end());
 				synced = true;
 			}
 
