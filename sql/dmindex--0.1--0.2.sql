@@ -19,6 +19,31 @@ AS 'MODULE_PATHNAME', 'dmindex_version'
 LANGUAGE C STRICT PARALLEL SAFE;
 
 --
+-- dmindex_set_partitions(index, boundaries, instances): the partition map
+-- of the index (DEX §4): range i holds the keys from boundaries[i-1] (the
+-- lowest value for the first range) up to, not including, boundaries[i],
+-- and is cached by instance instances[i] (dmindex.instance_id); the last
+-- range also holds the NULLs.  Boundaries are values of the indexed type
+-- (or a type of its operator family), distinct and ascending.  Primary
+-- only; the index's owner or a superuser.  Installs the map at once (not
+-- undone by ROLLBACK), moves no data, and returns the new epoch; running
+-- servers pick it up within dmindex.partition_refresh_interval.
+--
+CREATE FUNCTION dmindex_set_partitions(index regclass, boundaries anyarray, instances int[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dmindex_set_partitions'
+LANGUAGE C STRICT VOLATILE;
+
+--
+-- dmindex_owner(index, value): which instance's range holds value (a NULL
+-- value: the owner of the NULLs), for routing reads by key.  Needs SELECT
+-- on the table.
+--
+CREATE FUNCTION dmindex_owner(index regclass, value anyelement)
+RETURNS int
+AS 'MODULE_PATHNAME', 'dmindex_owner'
+LANGUAGE C CALLED ON NULL INPUT STABLE;
+
 -- dmindex_memnodes() and dmindex_memnodes(text) gain two columns: the
 -- memnode's counts of connections refused at authentication and of requests
 -- refused for touching another identity's memory or trees (both 0 on a

@@ -109,6 +109,8 @@ struct dm_cache
 	uint8_t		pad3[56];
 	int64_t		ncooling;		/* frames in the cooling map (approximate) */
 	uint8_t		pad4[56];
+	uint64_t	inval_gen;		/* bumped by every dm_cache_invalidate_nodes */
+	uint8_t		pad5[56];
 };
 
 #define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)
@@ -974,6 +976,50 @@ dm_cache_admit_finish(dm_cache *c, uint32_t f, const void *node, uint32_t len, i
 		frame_unlock(h);
 }
 
+uint64_t
+dm_cache_inval_gen(dm_cache *c)
+{
+	return __atomic_load_n(&c->inval_gen, __ATOMIC_SEQ_CST);
+}
+
+int
+dm_cache_admit_finish_gen(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
+						  uint32_t parent, int slot, uint64_t gen)
+{
+	/*
+	 * The frame is still IO, so an invalidation that bumped the generation
+	 * after our caller read `gen` either is seen here, or waits for the
+	 * frame to leave IO and then drops it (dm_cache_invalidate): a copy read
+	 * before an invalidation never stays cached after it.
+	 */
+	if (__atomic_load_n(&c->inval_gen, __ATOMIC_SEQ_CST) != gen)
+	{
+		COUNT(c, admit_skipped, 1);
+		dm_cache_admit_abort(c, f);
+		return 0;
+	}
+	dm_cache_admit_finish(c, f, node, len, level, parent, slot, 0);
+	return 1;
+}
+
+uint32_t
+dm_cache_invalidate_nodes(dm_cache *c, uint64_t tag, const dm_gaddr *addrs, int n)
+{
+	uint32_t	before,
+				after;
+	dm_cache_stats st;
+
+	/* first the generation: admissions that read remote memory before now fail */
+	__atomic_add_fetch(&c->inval_gen, 1, __ATOMIC_SEQ_CST);
+	dm_cache_stats_get(c, &st);
+	before = (uint32_t) st.invalidations;
+	for (int i = 0; i < n; i++)
+		dm_cache_invalidate(c, tag, addrs[i]);
+	dm_cache_stats_get(c, &st);
+	after = (uint32_t) st.invalidations;
+	return after - before;
+}
+
 void
 dm_cache_admit_abort(dm_cache *c, uint32_t f)
 {
@@ -1082,6 +1128,32 @@ dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr)
 			return;
 		}
 	}
+}
+
+uint32_t
+dm_cache_invalidate_all(dm_cache *c)
+{
+	uint32_t	used = __atomic_load_n(&c->hwm, __ATOMIC_RELAXED);
+	uint32_t	n = 0;
+
+	__atomic_add_fetch(&c->inval_gen, 1, __ATOMIC_SEQ_CST);
+	if (used > c->nframes)
+		used = c->nframes;
+	for (uint32_t f = 0; f < used; f++)
+	{
+		frame_hdr  *h = FR(c, f);
+
+		/* frames in IO finish or abandon their admission by the generation */
+		frame_lock(h);
+		if (h->state >= FS_HOT)
+		{
+			dm_cache_unlock_drop(c, f);
+			n++;
+		}
+		else
+			frame_unlock(h);
+	}
+	return n;
 }
 
 uint32_t

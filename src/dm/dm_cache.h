@@ -142,6 +142,26 @@ extern uint32_t dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, u
 extern void dm_cache_admit_finish(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
 								  uint32_t parent, int slot, int keep_locked);
 extern void dm_cache_admit_abort(dm_cache *c, uint32_t f);
+
+/*
+ * Invalidation by address, for a cache whose nodes are written by somebody
+ * else (a hot standby's, told by its primary's WAL which nodes changed).
+ * A reader that admits a node it read remotely takes the generation
+ * (dm_cache_inval_gen) after dm_cache_admit_begin and before its remote
+ * read, and finishes with dm_cache_admit_finish_gen: if any invalidation
+ * started meanwhile, the admission is abandoned (returns 0; the caller may
+ * still use what it read, which is as fresh as any remote read), so a copy
+ * read before an invalidation can never be admitted after it.
+ * dm_cache_invalidate_nodes bumps the generation, then drops each node
+ * (waiting out fetches in progress); returns the frames dropped (other
+ * processes' drops meanwhile may be counted too).
+ */
+extern uint64_t dm_cache_inval_gen(dm_cache *c);
+extern int	dm_cache_admit_finish_gen(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
+									  uint32_t parent, int slot, uint64_t gen);
+extern uint32_t dm_cache_invalidate_nodes(dm_cache *c, uint64_t tag, const dm_gaddr *addrs, int n);
+/* Bump the generation and drop every frame of every tree; returns frames dropped. */
+extern uint32_t dm_cache_invalidate_all(dm_cache *c);
 /*
  * Put a HOT frame straight into the cooling map: a node admitted only
  * because it was written (writes go through frames) that the admission

@@ -236,7 +236,10 @@ void
 dm_tree_close(dm_tree *t)
 {
 	if (t)
+	{
 		free(t->hints);
+		dm_tree_wlog_free(t);
+	}
 	free(t);
 }
 
@@ -433,6 +436,7 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	{
 		t->root = naddr;
 		t->ctr.root_grows++;
+		dm_tree_wlog_add(t, naddr);
 	}
 	else
 	{
@@ -969,7 +973,7 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	for (int i = 0; i < n; i++)
 		if (!entry_valid(e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
 			return dm_tree_fail(t, DM_ERR_INVALID, "entries must be valid and strictly ascending (at %d)", i);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && !t->write_any; i++)
 		if (!dm_tree_owns_entry(t, e[i]))
 			return dm_tree_fail(t, DM_ERR_NOTOWNER,
 								"key %llu is outside the key ranges instance %u owns in this tree",

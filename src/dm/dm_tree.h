@@ -311,8 +311,28 @@ extern int	dm_tree_partitions_get(dm_tree *t, dm_partition_map *m);
  * makes sure no instance writes keys that change hands meanwhile.
  */
 extern int	dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m);
-/* Re-read the map; if its epoch changed, drop the tree's cached nodes. */
-extern int	dm_tree_partitions_refresh(dm_tree *t);
+/*
+ * Re-read the map if it changed (one 8-byte read when it did not: a new
+ * map is always a new block); if its epoch changed, drop the tree's cached
+ * nodes and set *changed (may be NULL).
+ */
+extern int	dm_tree_partitions_refresh(dm_tree *t, int *changed);
+/* The map as this handle last read it (no remote access). */
+extern void dm_tree_partitions_cached(const dm_tree *t, dm_partition_map *m);
+/* Most ranges a map of this tree can have. */
+extern int	dm_tree_partitions_capacity(const dm_tree *t);
+/* The instance whose range of map m holds key. */
+extern int	dm_tree_map_owner(const dm_partition_map *m, uint64_t key);
+/*
+ * Single-writer mode (PostgreSQL: only the primary writes): writes of keys
+ * this instance does not own are allowed instead of failing with
+ * DM_ERR_NOTOWNER.  The nodes they touch are classified as before (foreign
+ * or shared: written under the remote lock, not kept in the cache), so the
+ * map still decides what this instance caches.  Only safe when no other
+ * instance writes the tree: an owner writes its owned nodes without the
+ * remote lock over tcp, relying on being their only writer.
+ */
+extern void dm_tree_write_any_key(dm_tree *t, int on);
 /*
  * Compare every cached node of this tree with remote memory: an owned node
  * must be identical (write-through), a shared one may only be older.
@@ -326,6 +346,22 @@ extern int	dm_tree_owns_key(const dm_tree *t, uint64_t key);
 extern int	dm_tree_owns_all(const dm_tree *t);
 
 /*
+ * Write tracking, for caches of other compute instances that learn of this
+ * handle's writes (PostgreSQL: the primary WAL-logs them for its hot
+ * standbys).  With tracking on, every node the handle writes (changed,
+ * new, repaired, a new root) is remembered; dm_tree_written_nodes returns
+ * them sorted without duplicates and starts a new list (the array is the
+ * handle's, valid until its next call).  *overflow is set when more than
+ * DM_TREE_WLOG_MAX were written: the list is then incomplete and the
+ * caller must invalidate the whole tree instead.
+ */
+#define DM_TREE_WLOG_MAX 65536
+extern void dm_tree_track_writes(dm_tree *t, int on);
+extern const dm_gaddr *dm_tree_written_nodes(dm_tree *t, int *n, int *overflow);
+/* The tag this handle's nodes have in a compute-side cache (dm_cache_tree_tag). */
+extern uint64_t dm_tree_cache_tag(const dm_tree *t);
+
+/*
  * Read-only replica handles (DESIGN.md §7).  A handle in replica mode reads
  * the tree like any other (lookups, scans, verify, statistics) but never
  * changes remote memory: every write, CAS, lock, node grant or redo-slot
@@ -333,11 +369,18 @@ extern int	dm_tree_owns_all(const dm_tree *t);
  * DM_ERR_REPLICA before anything is sent.  A node found mid-write (DIRTY)
  * is read again until the client's op timeout, then DM_ERR_TIMEOUT: the
  * writer's side repairs a node whose writer died, a replica never does.
- * Through a cache, a replica keeps no leaf and treats every inner node as
- * shared (possibly stale: descents correct themselves by fences).  Set the
- * mode right after opening, before the handle is used.
+ * Through a cache, a replica keeps no leaf (unless coherent, below) and
+ * treats every inner node as shared (possibly stale: descents correct
+ * themselves by fences).  Set the mode right after opening, before the
+ * handle is used.
  */
 extern void dm_tree_set_replica(dm_tree *t, int on);
+/*
+ * A replica whose cache is told of every remote write of the tree before
+ * it can matter (dm_cache_invalidate_nodes; PostgreSQL: the primary's WAL,
+ * src/pg/dmwal.c) keeps the leaves of its own key ranges too.
+ */
+extern void dm_tree_set_replica_coherent(dm_tree *t, int on);
 extern int	dm_tree_is_replica(const dm_tree *t);
 /*
  * Whether the catalog still holds this very tree (DM_OK) or not

@@ -59,9 +59,18 @@ struct dm_tree
 	uint64_t	ctag;			/* this tree's tag in the cache */
 	uint32_t	root_frame;		/* hint: the frame that held the root */
 	uint32_t   *hints;			/* child hints of the node fetched last */
-	int			own_enforce;	/* refuse writes of keys not owned */
+	int			own_enforce;	/* classify nodes by the map (and refuse writes of keys not owned) */
+	int			write_any;		/* the only writer: write every key, non-owned ones as foreign */
 	uint32_t	instance;
 	uint64_t	part_epoch;
+	dm_gaddr	part_blk;		/* the map block part_epoch was read from (0: default map) */
+	dm_partition_map map;		/* the whole map as last read */
+	/* nodes written since the last dm_tree_written_nodes() (dm_tree_track_writes) */
+	int			wlog_on;
+	int			wlog_overflow;	/* more than DM_TREE_WLOG_MAX: the caller invalidates the tree */
+	int			wlog_n;
+	int			wlog_cap;
+	dm_gaddr   *wlog;
 	/* writer fencing (dm_tree_writer.c) */
 	uint64_t	writer;			/* the writer word this handle writes under */
 	int			writer_refused;	/* may not write at all (dm_tree_writer_refuse) */
@@ -74,6 +83,7 @@ struct dm_tree
 
 	/* read-only replica mode (dm_tree_replica.c) */
 	int			replica;		/* refuse every remote write, lock, allocation, free */
+	int			replica_coherent;	/* every remote write reaches the cache as an invalidation */
 	uint64_t	horizon_seen;	/* largest removal horizon read after a node read */
 	char		err[512];
 };
@@ -169,6 +179,9 @@ extern void dm_tree_alloc_bulk(dm_tree *t, int on);
 /* Memnode for a new node at level, split off a node on memnode `from`. */
 extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 
+/* dm_tree_wlog.c */
+extern void dm_tree_wlog_add(dm_tree *t, dm_gaddr addr);
+extern void dm_tree_wlog_free(dm_tree *t);
 /*
  * Meta words of the catalog entry (word k at meta_addr + 8 * (k - 1)):
  * 1 magic/format/node size/placement, 2 memnodes and lock timeout, 3-6

@@ -354,6 +354,7 @@ repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 		else
 		{
 			t->ctr.node_repairs++;
+			dm_tree_wlog_add(t, addr);
 			rc = 1;
 		}
 	}
@@ -543,6 +544,13 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		rc = DM_ERR_FENCED;
 		goto fenced;
 	}
+	if (!dm_op_guard_failed(&ops[g]))
+	{
+		/* for replicas' caches (dm_tree_wlog.c); new nodes too: their addresses may be reused */
+		dm_tree_wlog_add(t, addr);
+		for (int i = 0; i < nnew; i++)
+			dm_tree_wlog_add(t, new_addrs[i]);
+	}
 	if (dm_op_guard_failed(&ops[g]))
 	{
 		t->ctr.fenced_writes++;
@@ -612,7 +620,9 @@ dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 							(unsigned long long) addr);
 	for (int k = 0; k < 8; k++)
 	{
-		int			io;
+		int			io,
+					admitted;
+		uint64_t	gen;
 		uint32_t	f = dm_cache_lookup(c, t->ctag, addr, hint, &io);
 		uint32_t	existing;
 
@@ -645,6 +655,7 @@ dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 			hint = existing;
 			continue;
 		}
+		gen = dm_cache_inval_gen(c);
 		if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
 		{
 			dm_cache_admit_abort(c, f);
@@ -657,9 +668,11 @@ dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 			no_hints(t);
 			return DM_OK;
 		}
-		dm_cache_admit_finish(c, f, buf, t->node_size, NODE_HDR(buf)->level, ctx.pframe, ctx.slot, 0);
+		/* an invalidation since `gen` may be for this very node: then do not keep it */
+		admitted = dm_cache_admit_finish_gen(c, f, buf, t->node_size, NODE_HDR(buf)->level,
+											 ctx.pframe, ctx.slot, gen);
 		no_hints(t);
-		if (frame)
+		if (frame && admitted)
 			*frame = f;
 		return DM_OK;
 	}

@@ -50,8 +50,9 @@ map_capacity(const dm_tree *t)
 	return n < DM_PART_MAX ? n : DM_PART_MAX;
 }
 
-int
-dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
+/* Read the map the meta word points to now; *blk_out: its block (0 = the default map). */
+static int
+read_map(dm_tree *t, dm_partition_map *m, dm_gaddr *blk_out)
 {
 	dm_gaddr	blk;
 	uint64_t   *w;
@@ -59,6 +60,8 @@ dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
 
 	if ((rc = dm_read(t->c, part_word_addr(t), &blk, 8)) != DM_OK)
 		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (blk_out)
+		*blk_out = blk;
 	if (blk == 0)
 	{
 		default_map(m);
@@ -83,6 +86,18 @@ dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
 		dm_tree_fail(t, DM_ERR_CORRUPT, "the partition map of the tree does not validate");
 	free(w);
 	return rc;
+}
+
+int
+dm_tree_partitions_get(dm_tree *t, dm_partition_map *m)
+{
+	return read_map(t, m, NULL);
+}
+
+int
+dm_tree_partitions_capacity(const dm_tree *t)
+{
+	return map_capacity(t);
 }
 
 int
@@ -129,8 +144,10 @@ dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m)
 
 /* Turn the map into this instance's owned entry ranges, merging neighbours. */
 static void
-set_owned(dm_tree *t, const dm_partition_map *m)
+set_owned(dm_tree *t, const dm_partition_map *m, dm_gaddr blk)
 {
+	t->map = *m;
+	t->part_blk = blk;
 	t->nown = 0;
 	for (int i = 0; i < m->n; i++)
 	{
@@ -153,28 +170,42 @@ set_owned(dm_tree *t, const dm_partition_map *m)
 	t->part_epoch = m->epoch;
 }
 
+/* The home memnode's incarnation as the client sees it (0 if unknown). */
+static uint64_t
+home_incarnation(const dm_tree *t)
+{
+	for (int j = 0; j < dm_client_nnodes(t->c); j++)
+	{
+		dm_node_info ni;
+
+		if (dm_client_node_info(t->c, j, &ni) == DM_OK && ni.node_id == t->home)
+			return ni.incarnation;
+	}
+	return 0;
+}
+
+uint64_t
+dm_tree_cache_tag(const dm_tree *t)
+{
+	return dm_cache_tree_tag(t->info.tree_id, home_incarnation(t));
+}
+
 int
 dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
 {
 	dm_partition_map m;
+	dm_gaddr	blk;
 	int			rc;
 
 	t->instance = instance;
-	if ((rc = dm_tree_partitions_get(t, &m)) != DM_OK)
+	if ((rc = read_map(t, &m, &blk)) != DM_OK)
 		return rc;
-	set_owned(t, &m);
+	set_owned(t, &m, blk);
 	t->own_enforce = 1;
 	if (cache && dm_cache_get_policy(cache) != DM_CACHE_OFF && t->node_size <= dm_cache_frame_size(cache))
 	{
-		uint64_t	inc = 0;
+		uint64_t	inc = home_incarnation(t);
 
-		for (int j = 0; j < dm_client_nnodes(t->c); j++)
-		{
-			dm_node_info ni;
-
-			if (dm_client_node_info(t->c, j, &ni) == DM_OK && ni.node_id == t->home)
-				inc = ni.incarnation;
-		}
 		if (t->hints == NULL &&
 			(t->hints = malloc(sizeof(uint32_t) * dm_cache_hint_slots(cache))) == NULL)
 			return DM_ERR_NOMEM;
@@ -188,21 +219,57 @@ dm_tree_use_cache(dm_tree *t, dm_cache *cache, uint32_t instance)
 }
 
 int
-dm_tree_partitions_refresh(dm_tree *t)
+dm_tree_partitions_refresh(dm_tree *t, int *changed)
 {
 	dm_partition_map m;
+	dm_gaddr	blk;
 	int			rc;
 
-	if ((rc = dm_tree_partitions_get(t, &m)) != DM_OK)
+	if (changed)
+		*changed = 0;
+	/* every new map is a new block: an unchanged word is an unchanged map (one 8-byte read) */
+	if ((rc = dm_read(t->c, part_word_addr(t), &blk, 8)) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (blk == t->part_blk && t->own_enforce)
+		return DM_OK;
+	if ((rc = read_map(t, &m, &blk)) != DM_OK)
 		return rc;
-	if (m.epoch != t->part_epoch)
+	if (m.epoch != t->part_epoch || blk != t->part_blk)
 	{
 		/* cached nodes were classified by the old map: owned ones may not be ours now */
-		if (t->cache)
+		if (t->cache && m.epoch != t->part_epoch)
 			dm_cache_invalidate_tree(t->cache, t->ctag);
-		set_owned(t, &m);
+		set_owned(t, &m, blk);
+		if (changed)
+			*changed = 1;
 	}
 	return DM_OK;
+}
+
+void
+dm_tree_partitions_cached(const dm_tree *t, dm_partition_map *m)
+{
+	if (t->own_enforce)
+		*m = t->map;
+	else
+		default_map(m);
+}
+
+int
+dm_tree_map_owner(const dm_partition_map *m, uint64_t key)
+{
+	int			i = m->n - 1;
+
+	/* ranges are ascending from lo[0] = 0: the last one starting at or below key */
+	while (i > 0 && m->lo[i] > key)
+		i--;
+	return (int) m->instance[i];
+}
+
+void
+dm_tree_write_any_key(dm_tree *t, int on)
+{
+	t->write_any = on ? 1 : 0;
 }
 
 int
@@ -260,14 +327,29 @@ dm_tree_node_class(const dm_tree *t, const void *hdr)
 	const dm_node_hdr *h = hdr;
 
 	/*
-	 * A replica (a hot standby) learns of no write: it keeps no leaf, and
-	 * its inner nodes are like shared ones, possibly stale (fences send a
-	 * descent right and drop the copy).  Caching a replica's own leaves
-	 * would need their invalidation (DESIGN.md §7).
+	 * A replica (a hot standby) writes nothing.  Its inner nodes are like
+	 * shared ones, possibly stale (fences send a descent right and drop the
+	 * copy).  Its leaves: without coherence it learns of no write and keeps
+	 * none; with coherence (every remote write of the tree reaches its
+	 * cache as an invalidation before it can matter to its readers: the
+	 * primary's WAL, dm_tree_set_replica_coherent) it keeps the leaves of
+	 * its own key ranges, like an owner, and no others.
 	 */
 	if (t->replica)
-		return h->level == 0 ? DM_OWN_FOREIGN : DM_OWN_SHARED;
+	{
+		if (h->level > 0)
+			return DM_OWN_SHARED;
+		if (t->replica_coherent && dm_tree_own_class(t, h->low, h->high) == DM_OWN_OWNED)
+			return DM_OWN_OWNED;
+		return DM_OWN_FOREIGN;
+	}
 	return dm_tree_own_class(t, h->low, h->high);
+}
+
+void
+dm_tree_set_replica_coherent(dm_tree *t, int on)
+{
+	t->replica_coherent = on ? 1 : 0;
 }
 
 int
@@ -313,7 +395,18 @@ dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
 			rc = DM_ERR_CORRUPT;
 			break;
 		}
-		if (cls == DM_OWN_OWNED)
+		if (cls == DM_OWN_OWNED && t->replica)
+		{
+			/* a replica's own leaf: invalidated after the primary's write, so never newer than remote */
+			if (h->version > NODE_HDR(remote)->version)
+			{
+				snprintf(msg, msglen, "cached leaf 0x%llx (frame %u) of a replica is newer than remote memory",
+						 (unsigned long long) addr, f);
+				rc = DM_ERR_CORRUPT;
+				break;
+			}
+		}
+		else if (cls == DM_OWN_OWNED)
 		{
 			/* identical from the version on (the lock word is not part of the node's data) */
 			if (memcmp(mine + 8, remote + 8, dm_node_used_bytes(remote) - 8) != 0 ||

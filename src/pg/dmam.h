@@ -32,6 +32,7 @@
 #include "access/xlogdefs.h"
 #include "access/relscan.h"
 #include "common/relpath.h"
+#include "datatype/timestamp.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "storage/itemptr.h"
@@ -165,9 +166,34 @@ extern int	dmindex_cache_policy;		/* dmindex.cache_policy: a dm_cache_policy */
 extern double dmindex_cache_leaf_admission;	/* dmindex.cache_leaf_admission */
 extern int	dmindex_cache_frame_size;	/* dmindex.cache_frame_size */
 extern int	dmindex_instance_id;		/* dmindex.instance_id */
+#define DMINDEX_MAX_INSTANCE_ID 65535
 extern struct dm_cache *dmindex_node_cache;	/* NULL: no cache */
 /* From _PG_init: define the GUCs above and install the shared memory hooks. */
 extern void dmindex_cache_init(void);
+
+/* dmpartition.c */
+extern int	dmindex_partition_refresh_ms;	/* dmindex.partition_refresh_interval */
+extern void dmindex_partition_init(void);	/* GUCs, from _PG_init */
+/* Re-read the index's partition map if *last_check is older than the interval. */
+extern void dmindex_partitions_maybe_refresh(Relation index, dm_tree *tree, TimestampTz *last_check);
+
+/* dmwal.c */
+extern void dmindex_wal_init(void);	/* the resource manager, shared memory; from _PG_init */
+/* Before a remote write: the first writer after a start logs "drop everything" for standbys. */
+extern void dmindex_wal_before_write(void);
+/* WAL-log the nodes tree wrote since the last call (standbys drop them from their caches). */
+extern void dmindex_wal_log_written(Relation index, dm_tree *tree);
+
+/* dmclaim.c */
+extern int	dmindex_instance_lease;	/* dmindex.instance_lease, seconds */
+extern void dmindex_claim_init(void);	/* GUC, shared memory, keeper worker; from _PG_init */
+/*
+ * Make sure this server holds the claim of its instance id on memnode node
+ * (client connected to it); ERRCODE_OBJECT_IN_USE if another live server
+ * holds it.  Cheap (shared memory only) while more than half the lease is
+ * left.
+ */
+extern void dmindex_claim_check(struct dm_client *client, uint16 node);
 
 /* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
 extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);

@@ -347,7 +347,7 @@ decide(Relation index, dm_tree *tree)
 			}
 			dm_tree_writer_adopt(tree, word);
 			/* the ranges this instance writes may have changed (a takeover by another backend) */
-			if ((rc = dm_tree_partitions_refresh(tree)) != DM_OK)
+			if ((rc = dm_tree_partitions_refresh(tree, NULL)) != DM_OK)
 				dmindex_tree_error(index, tree, rc);
 			return;
 		}
@@ -390,7 +390,7 @@ decide(Relation index, dm_tree *tree)
 		if (seen == word)
 		{
 			inherit_ranges(index, tree, IDENT_INSTANCE(DM_WRITER_IDENT(word)));
-			if ((rc = dm_tree_partitions_refresh(tree)) != DM_OK)
+			if ((rc = dm_tree_partitions_refresh(tree, NULL)) != DM_OK)
 				dmindex_tree_error(index, tree, rc);
 			ereport(LOG,
 					(errmsg("dmindex: took over the remote tree of index \"%s\" from instance %d on timeline %u (writer epoch %u)",

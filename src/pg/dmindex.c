@@ -154,6 +154,9 @@ _PG_init(void)
 
 	dmindex_auth_init();
 	dmindex_cache_init();
+	dmindex_partition_init();
+	dmindex_claim_init();
+	dmindex_wal_init();
 	dmindex_gc_worker_init();
 	dmindex_scanpin_init();
 

@@ -76,7 +76,6 @@ typedef struct PendingIndex
 	int			cap;
 	int			nspec;			/* entries with PEND_SPECULATIVE */
 	bool		sorted;
-	bool		owns_all;		/* this server owns every key: no per-row check */
 	bool		parked;			/* not the index's tree at the last early flush */
 } PendingIndex;
 
@@ -370,8 +369,11 @@ flush_index(PendingIndex *p, bool at_commit)
 
 		/* the synchronous standbys have the heap WAL first (dmfailover.c) */
 		dmindex_before_remote_write(index, tree, XactLastRecEnd);
-		rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
 
+		dmindex_wal_before_write();
+		rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
+		/* before the commit record, also after a failure (nodes may have been written) */
+		dmindex_wal_log_written(index, tree);
 		if (rc != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		memmove(p->entries, p->entries + ready, sizeof(dm_entry) * (p->n - ready));
@@ -561,10 +563,7 @@ pending_for(Relation index, dm_tree *tree, bool create)
 		p->entries = MemoryContextAlloc(TopTransactionContext, sizeof(dm_entry) * p->cap);
 		p->info = MemoryContextAlloc(TopTransactionContext, sizeof(uint32) * p->cap);
 		p->sorted = true;
-		/* the partition map is read when the tree handle is opened (may raise an error) */
 		p->parked = false;
-		p->owns_all = false;
-		p->owns_all = dm_tree_owns_all(tree ? tree : dmindex_open_tree(index));
 	}
 	if (p && p->parked)
 	{
@@ -590,14 +589,6 @@ dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		p->info = repalloc_huge(p->info, sizeof(uint32) * p->cap);
 	}
 	p->entries[p->n] = dmindex_make_entry(index, values[0], isnull[0], ht_ctid);
-	/* a key another instance owns fails now, not at commit */
-	if (!p->owns_all && !dm_tree_owns_key(dmindex_open_tree(index), p->entries[p->n].key))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot write a key of index \"%s\" that this server does not own",
-						RelationGetRelationName(index)),
-				 errdetail("This server is instance %d of the index's partition map.", dmindex_instance_id),
-				 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 	if (xact_saw_on_conflict)
 	{
 		info |= PEND_SPECULATIVE;

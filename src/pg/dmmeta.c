@@ -39,6 +39,7 @@ typedef struct DmTreeCacheEntry
 	Oid			indexoid;		/* hash key */
 	Oid			relfilenode;
 	uint64		client_generation;
+	TimestampTz map_checked;	/* when the partition map was last looked at */
 	dm_tree    *tree;
 } DmTreeCacheEntry;
 
@@ -85,14 +86,6 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
 					 errdetail("%s", detail),
 					 errhint("REINDEX the index.")));
-			break;
-		case DM_ERR_NOTOWNER:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot write a key of index \"%s\" that this server does not own",
-							RelationGetRelationName(index)),
-					 errdetail("%s.", detail),
-					 errhint("Write it through the server whose \"dmindex.instance_id\" owns its range; dmindex_partitions() shows the ranges.")));
 			break;
 		case DM_ERR_REPLICA:
 			/* a standby's handles are read-only (dmindex_open_tree): nothing may get here */
@@ -496,6 +489,9 @@ dmindex_open_tree(Relation index)
 		memnodes_sound(client, &meta))
 	{
 		dmindex_writer_check(index, e->tree);
+		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
+		dmindex_claim_check(client, meta.home);
+		dmindex_partitions_maybe_refresh(index, e->tree, &e->map_checked);
 		return e->tree;
 	}
 	forget_cached(e);
@@ -563,17 +559,45 @@ dmindex_open_tree(Relation index)
 						RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
 	}
+	/* another live server with our instance id would cache the same ranges as its own */
+	PG_TRY();
+	{
+		dmindex_claim_check(client, meta.home);
+	}
+	PG_CATCH();
+	{
+		dm_tree_close(e->tree);
+		e->tree = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
 	/*
 	 * A hot standby reads its primary's tree and must change nothing of it:
 	 * a read-only replica handle (DESIGN.md §7), which refuses every remote
-	 * write, keeps no leaf in the cache and reads the removal horizon after
-	 * every node (dmscan.c compares it with the snapshot).  The mode follows
-	 * the server: a handle cached before a promotion is reopened above.
+	 * write and reads the removal horizon after every node (dmscan.c
+	 * compares it with the snapshot).  Its redo drops every node the primary
+	 * writes from the cache (dmwal.c), so it may keep the leaves of its own
+	 * key ranges (coherent).  The mode follows the server: a handle cached
+	 * before a promotion is reopened above.
 	 */
 	if (RecoveryInProgress())
+	{
 		dm_tree_set_replica(e->tree, 1);
-	/* read through this instance's node cache, writing only the keys it owns */
+		dm_tree_set_replica_coherent(e->tree, 1);
+	}
+	/*
+	 * Read through this instance's node cache, which keeps the nodes of the
+	 * ranges the partition map gives this instance.  Only the primary writes
+	 * (PostgreSQL refuses writes during recovery), so it writes every key:
+	 * keys of other instances' ranges go to foreign or shared nodes, under
+	 * the remote lock (dmpartition.c).
+	 */
 	rc = dm_tree_use_cache(e->tree, dmindex_node_cache, (uint32) dmindex_instance_id);
+	dm_tree_write_any_key(e->tree, 1);
+	/* the nodes written go to the WAL for standbys' caches (dmwal.c) */
+	dm_tree_track_writes(e->tree, 1);
+	e->map_checked = GetCurrentTimestamp();
 	if (rc != DM_OK)
 	{
 		dm_tree    *t = e->tree;

@@ -2,8 +2,8 @@
  * dmshmem.c — the compute-side node cache of this PostgreSQL instance
  * (src/dm/dm_cache.h; DESIGN.md §6) in shared memory: its GUCs, its
  * creation at server start, attaching index handles to it, and the SQL
- * functions dmindex_cache_stats(), dmindex_cache_stats_reset() and
- * dmindex_partitions().
+ * functions dmindex_cache_stats() and dmindex_cache_stats_reset() (the
+ * partition map's are in dmpartition.c).
  *
  * Every backend writes the nodes its instance owns through this one cache
  * under the frames' local locks, without remote locks, so the policy, the
@@ -35,7 +35,6 @@
 
 PG_FUNCTION_INFO_V1(dmindex_cache_stats);
 PG_FUNCTION_INFO_V1(dmindex_cache_stats_reset);
-PG_FUNCTION_INFO_V1(dmindex_partitions);
 
 /* A cache needs some frames to work: a root-to-leaf path per backend and then some. */
 #define MIN_FRAMES 64
@@ -176,12 +175,13 @@ dmindex_cache_init(void)
 
 	DefineCustomIntVariable("dmindex.instance_id",
 							"Which instance of the partition maps this server is.",
-							"Each server attached to the same memory nodes needs its own id; "
-							"it writes only the key ranges the partition map gives that id.",
+							"Each server attached to the same memory nodes needs its own id (dmclaim.c "
+							"refuses a second live server with the same id); the partition maps say "
+							"which key ranges each id caches.",
 							&dmindex_instance_id,
 							0,
 							0,
-							65535,
+							DMINDEX_MAX_INSTANCE_ID,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
@@ -284,84 +284,4 @@ dmindex_cache_stats_reset(PG_FUNCTION_ARGS)
 	if (dmindex_node_cache)
 		dm_cache_stats_reset(dmindex_node_cache);
 	PG_RETURN_VOID();
-}
-
-/* A range bound as the indexed type's text, or NULL where it is open or not a value. */
-static Datum
-bound_text(Relation index, uint64 key, bool *isnull)
-{
-	volatile Datum result = (Datum) 0;
-	volatile bool failed = false;
-	MemoryContext mcxt = CurrentMemoryContext;
-
-	*isnull = true;
-	if (key == 0 || !dmindex_can_decode(index))
-		return (Datum) 0;
-	/* encoded keys between two values of the type do not decode: show them as NULL */
-	PG_TRY();
-	{
-		Oid			typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
-		Oid			out;
-		bool		varlena;
-		Datum		v = dmindex_decode(index, key);
-
-		getTypeOutputInfo(typid, &out, &varlena);
-		result = CStringGetTextDatum(OidOutputFunctionCall(out, v));
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(mcxt);
-		FlushErrorState();
-		failed = true;
-	}
-	PG_END_TRY();
-	*isnull = failed;
-	return failed ? (Datum) 0 : result;
-}
-
-Datum
-dmindex_partitions(PG_FUNCTION_ARGS)
-{
-	Oid			indexoid = PG_GETARG_OID(0);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	heap,
-				index;
-	dm_tree    *tree;
-	dm_partition_map map;
-	int			rc;
-
-	InitMaterializedSRF(fcinfo, 0);
-	index = dmindex_open_checked(indexoid, &heap, AccessShareLock);
-	tree = dmindex_open_tree(index);
-	if ((rc = dm_tree_partitions_get(tree, &map)) != DM_OK)
-		dmindex_tree_error(index, tree, rc);
-	for (int i = 0; i < map.n; i++)
-	{
-		Datum		values[8];
-		bool		nulls[8] = {0};
-		char		buf[32];
-
-		values[0] = Int32GetDatum(i + 1);
-		values[1] = Int32GetDatum((int32) map.instance[i]);
-		snprintf(buf, sizeof(buf), UINT64_FORMAT, map.lo[i]);
-		values[2] = DirectFunctionCall3(numeric_in, CStringGetDatum(buf), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-		if (i + 1 < map.n)
-		{
-			snprintf(buf, sizeof(buf), UINT64_FORMAT, map.lo[i + 1]);
-			values[3] = DirectFunctionCall3(numeric_in, CStringGetDatum(buf), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-		}
-		else
-			nulls[3] = true;
-		values[4] = bound_text(index, map.lo[i], &nulls[4]);
-		if (i + 1 < map.n)
-			values[5] = bound_text(index, map.lo[i + 1], &nulls[5]);
-		else
-			nulls[5] = true;
-		values[6] = Int64GetDatum((int64) map.epoch);
-		values[7] = BoolGetDatum(map.instance[i] == (uint32) dmindex_instance_id);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
-	return (Datum) 0;
 }

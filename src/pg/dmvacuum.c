@@ -91,8 +91,11 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				dmindex_before_remote_write(index, tree, dmindex_wal_insert_end());
 				synced = true;
 			}
-			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
 
+			dmindex_wal_before_write();
+			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
+			/* before the heap may reuse the tids: standbys drop the leaves first */
+			dmindex_wal_log_written(index, tree);
 			if (drc != DM_OK)
 			{
 				dm_iter_close(it);

@@ -1873,7 +1873,7 @@ group5(void)
 		CHECK(nh > 0 && nq > 0 && nh + nq == sum_levels(s0.frames_used),
 			  "%s: the cache holds %" PRIu64 " nodes of the tree and %" PRIu64 " of the other (%" PRIu64 " in all)",
 			  label, nh, nq, sum_levels(s0.frames_used));
-		CHECK_STATUS(dm_tree_partitions_refresh(h), DM_OK, "%s: dm_tree_partitions_refresh", label);
+		CHECK_STATUS(dm_tree_partitions_refresh(h, NULL), DM_OK, "%s: dm_tree_partitions_refresh", label);
 		dm_cache_stats_get(sc.c, &s1);
 		check_cache(label, h, &sc, &checked);
 		CHECK(checked == 0 && sum_levels(s1.frames_used) == nq && s1.invalidations - s0.invalidations == nh,
@@ -1887,7 +1887,7 @@ group5(void)
 	/* same epoch: nothing dropped */
 	check_lookups(label, "the cached handle (after refresh)", h, &x, 0, G5_KEYS, 1);
 	dm_cache_stats_get(sc.c, &s0);
-	CHECK_STATUS(dm_tree_partitions_refresh(h), DM_OK, "%s: refresh again (same epoch)", label);
+	CHECK_STATUS(dm_tree_partitions_refresh(h, NULL), DM_OK, "%s: refresh again (same epoch)", label);
 	dm_cache_stats_get(sc.c, &s1);
 	CHECK(s1.invalidations == s0.invalidations && sum_levels(s1.frames_used) == sum_levels(s0.frames_used) &&
 		  sum_levels(s0.frames_used) > 0, "%s: a refresh without a new epoch drops nothing (%" PRIu64 " frames)",
@@ -1935,7 +1935,7 @@ group5(void)
 	rc = dm_tree_partitions_get(p, &got);
 	CHECK(rc == DM_OK && map_equal(&got, &m2) && got.epoch == 2,
 		  "%s: epoch %" PRIu64 " (want 2)", label, got.epoch);
-	CHECK_STATUS(dm_tree_partitions_refresh(h), DM_OK, "%s: refresh", label);
+	CHECK_STATUS(dm_tree_partitions_refresh(h, NULL), DM_OK, "%s: refresh", label);
 	{
 		const uint64_t keys[] = {0, 999, 1000, UINT64_MAX};
 		const int	want[] = {0, 0, 1, 1};
@@ -1947,7 +1947,37 @@ group5(void)
 	rc = dm_tree_insert(h, dm_entry_make(1000, 4), &existed);
 	CHECK(rc == DM_OK && existed == 0, "%s: key 1000 is: %s", label, dm_strerror(rc));
 	m_insert(&m, dm_entry_make(1000, 4));
+
+	/* single-writer mode (PostgreSQL's primary): every key may be written, the map only decides caching */
+	{
+		dm_partition_map cm;
+
+		dm_tree_partitions_cached(h, &cm);
+		CHECK(map_equal(&cm, &m2) && cm.epoch == 2 && dm_tree_map_owner(&cm, 0) == 1 &&
+			  dm_tree_map_owner(&cm, 999) == 1 && dm_tree_map_owner(&cm, 1000) == 0 &&
+			  dm_tree_map_owner(&cm, UINT64_MAX) == 0,
+			  "%s: the handle's cached map and dm_tree_map_owner agree with the map set", label);
+		dm_tree_write_any_key(h, 1);
+		rc = dm_tree_insert(h, dm_entry_make(999, 4), &existed);
+		CHECK(rc == DM_OK && existed == 0, "%s: single-writer mode: key 999 (instance 1's) written: %s", label,
+			  dm_strerror(rc));
+		m_insert(&m, dm_entry_make(999, 4));
+		for (uint64_t k = 1; k < 1000; k += 2)
+		{
+			if ((rc = dm_tree_insert(h, dm_entry_make(k, 5), &existed)) != DM_OK)
+				break;
+			m_insert(&m, dm_entry_make(k, 5));
+		}
+		CHECK_STATUS(rc, DM_OK, "%s: single-writer mode: 500 more foreign keys written (with splits)", label);
+		rc = dm_tree_delete(h, dm_entry_make(999, 4), &existed);
+		CHECK(rc == DM_OK && existed == 1, "%s: and key 999 deleted again: %s", label, dm_strerror(rc));
+		m_delete(&m, dm_entry_make(999, 4));
+		dm_tree_write_any_key(h, 0);
+		rc = dm_tree_insert(h, dm_entry_make(997, 4), &existed);
+		CHECK_STATUS(rc, DM_ERR_NOTOWNER, "%s: out of single-writer mode the key is refused again", label);
+	}
 	check_contents(label, "a handle without cache", p, &x);
+	/* the foreign leaves written were not kept: only owned nodes and shared inner ones are cached */
 	check_cache(label, h, &sc, NULL);
 
 out:

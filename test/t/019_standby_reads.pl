@@ -6,12 +6,13 @@
 # once, and a standby must still answer exactly what its own heap and
 # snapshot say.  Each way that can go wrong has a phase:
 #
-#   hot leaves   a standby with the configuration pg_basebackup copied (the
-#                primary's dmindex.instance_id) reads every leaf into its
-#                cache, then the primary changes half the keys: its index
-#                scans must equal its seqscans (a cache that kept leaves as
-#                "owned" missed the changes: the reported bug), and its
-#                cache must hold no leaf;
+#   copied id    a standby with the configuration pg_basebackup copied (the
+#                primary's dmindex.instance_id) would take the primary's
+#                ranges for its own (the reported bug): refused with 55006;
+#   hot leaves   as instance 1 (no range of its own) it reads every leaf,
+#                then the primary changes half the keys: its index scans
+#                must equal its seqscans, and its cache must hold no leaf
+#                (a standby's own leaves: 022_standby_cache.pl);
 #   under load   pgbench inserts, updates keys and deletes on the primary,
 #                with VACUUM every second, while both standbys run point,
 #                range, ORDER BY (both directions) and bitmap queries, each
@@ -106,10 +107,21 @@ sub leaf_frames
 		"SELECT coalesce(frames_used_by_level[1], 0) FROM dmindex_cache_stats()");
 }
 
-# ---- hot leaves on a standby with the copied instance id (the reported bug) ----
+# ---- a standby with the copied instance id (the reported bug) -------------------
+
+# It would take the primary's ranges for its own: refused (src/pg/dmclaim.c)
+my ($cstate, $cerr) = query_sqlstate($s1, 'postgres', "$idx_only SELECT count(*) FROM t WHERE k >= 0");
+is($cstate, '55006', 'a standby with the copied instance id 0 is refused (the primary holds it)');
+like($cerr, qr/dmindex instance 0 is already in use by another server/, '... with a clear message');
+
+# from here on, standby 1 is instance 1
+$s1->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
+$s1->restart;
+
+# ---- hot leaves: the standby owns no range, so it keeps no leaf ------------------
 
 my ($i, $s) = both_counts($s1);
-is($i, $s, "standby with the copied instance id: index = seqscan before any change ($i)");
+is($i, $s, "standby: index = seqscan before any change ($i)");
 both_counts($s1) for 1 .. 3;
 is(leaf_frames($s1), 0, 'a standby keeps no leaf in its cache');
 $primary->safe_psql('postgres',
@@ -120,9 +132,6 @@ $primary->wait_for_catchup($s1, 'replay');
 is($i, $s, "after the primary changed half the keys: standby index = its seqscan ($s)");
 is(leaf_frames($s1), 0, 'and still no leaf cached');
 
-# from here on, standby 1 is instance 1 as well
-$s1->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
-$s1->restart;
 
 # ---- EXPLAIN: each kind of query takes the dmindex path it is meant to ----------
 

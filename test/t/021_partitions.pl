@@ -1,0 +1,353 @@
+# 021_partitions.pl — key ranges per instance from SQL (docs/design.md §7,
+# DEX §4) on a primary and two hot standbys, and instance claims.
+#
+# Why: the partition map decides which server caches which leaves and
+# where applications send the reads of a key, while only the primary
+# writes, every key.  A new map must reach running servers without a
+# restart and must never cost correctness, also while the primary writes:
+#
+#   map          a 3-way map set from SQL on the primary under a pgbench
+#                write load; every server sees the new epoch and marks its
+#                own range; the same under a second re-partitioning;
+#   queries      meanwhile point, range and ORDER BY queries on all three
+#                servers, each compared with a seqscan in one snapshot;
+#   nothing lost after the load: heap = index on every server, and
+#                dmindex_check(idx, true) on the primary;
+#   owner        dmindex_owner and dmindex_partitions agree on all servers;
+#   refused      set_partitions on a standby (25006), by a non-owner;
+#   claims       a standby started with an instance id another live server
+#                holds is refused with 55006 (message, detail, hint), works
+#                after its id is fixed and it restarts; a server stopped
+#                without a clean shutdown leaves its claim until the lease
+#                runs out, then another server takes it over; a clean
+#                shutdown gives the claim up at once.
+#
+# DM_PARTITION_SECONDS sets the length of the load phase (default 16).
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use DmindexTest;
+
+my $duration = $ENV{DM_PARTITION_SECONDS} // 16;
+
+my $mn = start_memnode(
+	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
+
+my $common = "dmindex.cache_policy = dex\n"
+  . "dmindex.cache_size = 8MB\n"
+  . "dmindex.cache_frame_size = 256\n"
+  . "dmindex.cache_leaf_admission = 1.0\n"
+  . "dmindex.partition_refresh_interval = 100\n";
+
+my $primary = new_dmindex_node(
+	'primary', [$mn],
+	init => { allows_streaming => 1 },
+	conf => "max_connections = 40\nautovacuum = off\n"
+	  . "dmindex.instance_id = 0\n"
+	  . $common);
+
+$primary->safe_psql(
+	'postgres', q{
+	CREATE TABLE t (id bigserial, k int, pad text);
+	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
+	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
+	VACUUM ANALYZE t;
+	SELECT pg_create_physical_replication_slot('s1', true);
+	SELECT pg_create_physical_replication_slot('s2', true);
+	SELECT pg_create_physical_replication_slot('s3', true);
+});
+$primary->backup('b');
+
+sub new_standby
+{
+	my ($name, $slot, $conf) = @_;
+	my $s = PostgreSQL::Test::Cluster->new($name);
+	$s->init_from_backup($primary, 'b', has_streaming => 1);
+	$s->append_conf('postgresql.conf',
+		"primary_slot_name = '$slot'\nhot_standby_feedback = on\n" . $conf);
+	$s->start;
+	$primary->wait_for_catchup($s, 'replay');
+	return $s;
+}
+
+# a lease of 10 s on standby 1, so that its claim outlives its crash long enough to be seen
+my $s1 = new_standby('standby1', 's1', "dmindex.instance_id = 1\ndmindex.instance_lease = 10\n");
+my $s2 = new_standby('standby2', 's2', "dmindex.instance_id = 2\n");
+my @all = ($primary, $s1, $s2);
+
+my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+
+for my $node (@all)
+{
+	is(sql($node, 'postgres', "SELECT instance, epoch, local FROM dmindex_partitions('t_k_dm')"),
+		'0|0|' . ($node == $primary ? 't' : 'f'),
+		$node->name . ': the default map (all keys instance 0, epoch 0)');
+}
+
+# One REPEATABLE READ transaction: point, range, ascending and descending
+# through the index, then the same by seqscan.
+sub compare_once
+{
+	my ($node) = @_;
+	my $p = int(rand(100000));
+	my $a = int(rand(100000));
+	my $b = $a + int(rand(5000));
+	my @q = (
+		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
+		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
+		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
+		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
+	);
+	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
+	  . join(";\n", @q) . ";\n"
+	  . "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = on;\n"
+	  . join(";\n", @q) . ";\nCOMMIT;\n";
+	my ($ret, $out, $err) = $node->psql('postgres', $script);
+	return (0, $err) if $ret != 0;
+	my @l = split /\n/, $out;
+	return (0, "expected 8 result lines, got: $out") if @l != 8;
+	for my $k (0 .. 3)
+	{
+		return (0, "index: $l[$k] vs seqscan: $l[4 + $k]") if $l[$k] ne $l[ 4 + $k ];
+	}
+	return (1, '');
+}
+
+# sessions open before any map change: they must pick the new maps up by themselves
+my %sess;
+for my $node (@all)
+{
+	$sess{ $node->name } = $node->background_psql('postgres');
+	is($sess{ $node->name }->query_safe("SELECT dmindex_owner('t_k_dm', 40000)"), '0',
+		$node->name . ': a session opened before any change routes key 40000 to instance 0');
+}
+
+# ---- maps set under a write load ---------------------------------------------------
+
+my $dir = $primary->basedir;
+my %scripts = (
+	'insert.sql' => q{
+\set k random(1, 100000)
+INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, 19) g;
+},
+	'update.sql' => q{
+\set k random(1, 100000)
+\set newk random(1, 100000)
+UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 3;
+},
+	'delete.sql' => q{
+\set k random(1, 100000)
+DELETE FROM t WHERE k BETWEEN :k AND :k + 20;
+},
+	'vacuum.sql' => q{
+VACUUM t;
+\sleep 1000 ms
+},);
+for my $f (keys %scripts)
+{
+	open(my $fh, '>', "$dir/$f") or die;
+	print $fh $scripts{$f};
+	close $fh;
+}
+my ($bout, $berr, $vout, $verr) = ('', '', '', '');
+my @conn = ('-h', $primary->host, '-p', $primary->port, 'postgres');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '3', '-j', '2', '-T', $duration,
+	  '-f', "$dir/insert.sql", '-f', "$dir/update.sql", '-f', "$dir/delete.sql", @conn ],
+	'>', \$bout, '2>', \$berr);
+my $vac = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '1', '-T', $duration, '-f', "$dir/vacuum.sql", @conn ],
+	'>', \$vout, '2>', \$verr);
+
+# the maps: [min, 33334) 0, [33334, 66667) 1, [66667, max] 2; then [min, 50000) 2, [50000, max] 1
+my @maps = (
+	[ "ARRAY[33334, 66667]", "ARRAY[0, 1, 2]", '1', { 0 => '1', 1 => '2', 2 => '3' } ],
+	[ "ARRAY[50000]",        "ARRAY[2, 1]",    '2', { 0 => '',  1 => '2', 2 => '1' } ],);
+my $t0 = time;
+my %checks;
+my @problems;
+my $next_map = 0;
+my %seen_owner;
+while ($bench->pumpable || $vac->pumpable)
+{
+	my $elapsed = time - $t0;
+	if ($next_map < @maps && $elapsed > 1 + $next_map * $duration / 2)
+	{
+		my ($b, $i, $epoch) = @{ $maps[$next_map] };
+		is(sql($primary, 'postgres', "SELECT dmindex_set_partitions('t_k_dm', $b, $i)"),
+			$epoch, "map $epoch set from SQL under load (epoch $epoch)");
+		$next_map++;
+	}
+	for my $node (@all)
+	{
+		my ($ok, $why) = compare_once($node);
+		$checks{ $node->name }++;
+		push @problems, $node->name . ": $why" unless $ok;
+		# the long-lived session's routing of key 40000, as the maps change
+		my $o = $sess{ $node->name }->query_safe("SELECT dmindex_owner('t_k_dm', 40000)");
+		push @{ $seen_owner{ $node->name } }, $o
+		  unless @{ $seen_owner{ $node->name } // [] } && $seen_owner{ $node->name }[-1] eq $o;
+	}
+	$bench->pump_nb if $bench->pumpable;
+	$vac->pump_nb if $vac->pumpable;
+	last if @problems > 5;
+}
+$bench->finish;
+$vac->finish;
+note "pgbench: $bout $berr";
+like($bout, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
+is($next_map, 2, 'both maps were set during the load');
+ok((grep { $checks{ $_->name } // 0 >= 3 } @all) == 3,
+	'checks ran on every server (' . join(', ', map { $_->name . ' ' . ($checks{ $_->name } // 0) } @all) . ')');
+is(join("\n", @problems), '',
+	'under load and re-partitioning: every index answer on every server = its seqscan');
+sleep 0.3;	# > dmindex.partition_refresh_interval
+for my $node (@all)
+{
+	my $n = $node->name;
+	my $now = $sess{$n}->query_safe("SELECT dmindex_owner('t_k_dm', 40000)");
+	push @{ $seen_owner{$n} }, $now unless $seen_owner{$n}[-1] eq $now;
+	is(join(',', @{ $seen_owner{$n} }), '0,1,2',
+		"$n: the session opened before the changes followed both maps without a restart (owner of 40000)");
+	$sess{$n}->quit;
+}
+
+# ---- nothing lost ----------------------------------------------------------------------
+
+$primary->wait_for_catchup($_, 'replay') for ($s1, $s2);
+my $q_all = "SELECT count(*), coalesce(sum(id), 0), coalesce(sum(k), 0) FROM t WHERE k >= 0";
+my $heap = sql($primary, 'postgres', "$seq_only $q_all");
+for my $node (@all)
+{
+	is(sql($node, 'postgres', "$idx_only $q_all"), $heap, $node->name . ": index = heap after the load ($heap)");
+}
+like(dmindex_check($primary, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/,
+	'primary: dmindex_check(idx, true) passes after re-partitioning under load');
+
+# ---- dmindex_partitions and dmindex_owner agree everywhere --------------------------
+
+my @keys = (-1, 0, 1, 33333, 33334, 49999, 50000, 66666, 66667, 99999, 2000000000);
+my $owner_q = "SELECT string_agg(dmindex_owner('t_k_dm', k)::text, ',' ORDER BY ord) "
+  . "FROM unnest(ARRAY[" . join(',', @keys) . "]) WITH ORDINALITY AS u(k, ord)";
+my $want_owner = join(',', map { $_ < 50000 ? 2 : 1 } @keys);
+my $map_q = "SELECT string_agg(format('%s:%s:%s:%s', instance, coalesce(lo_value, '-'), coalesce(hi_value, '-'), epoch), ' ' ORDER BY partition) "
+  . "FROM dmindex_partitions('t_k_dm')";
+for my $node (@all)
+{
+	my $n = $node->name;
+	is(sql($node, 'postgres', $owner_q), $want_owner, "$n: dmindex_owner routes by the current map");
+	is(sql($node, 'postgres', "SELECT dmindex_owner('t_k_dm', NULL::int)"), '1', "$n: NULLs go to the last range");
+	is(sql($node, 'postgres', $map_q), '2:-:50000:2 1:50000:-:2', "$n: dmindex_partitions shows the map");
+}
+is(sql($primary, 'postgres', "SELECT count(*) FILTER (WHERE local) FROM dmindex_partitions('t_k_dm')"),
+	'0', 'primary (instance 0): no range of its own now');
+is(sql($s1, 'postgres', "SELECT string_agg(instance::text, ',') FROM dmindex_partitions('t_k_dm') WHERE local"),
+	'1', 'standby1 (instance 1): its row is marked local');
+is(sql($s2, 'postgres', "SELECT string_agg(instance::text, ',') FROM dmindex_partitions('t_k_dm') WHERE local"),
+	'2', 'standby2 (instance 2): its row is marked local');
+
+# ---- refused ---------------------------------------------------------------------------
+
+my ($state, $err) = query_sqlstate($s1, 'postgres',
+	"SELECT dmindex_set_partitions('t_k_dm', ARRAY[10], ARRAY[0, 1])");
+is($state, '25006', 'set_partitions on a standby: 25006');
+like($err, qr/cannot change the partition map of an index during recovery/, '... with a clear message');
+$primary->safe_psql('postgres', 'CREATE ROLE app LOGIN; GRANT SELECT ON t TO app;');
+($state) = query_sqlstate($primary, 'postgres',
+	"SET ROLE app; SELECT dmindex_set_partitions('t_k_dm', ARRAY[10], ARRAY[0, 1])");
+is($state, '42501', 'set_partitions by a role that does not own the index: 42501');
+is(sql($primary, 'postgres', "SET ROLE app; SELECT dmindex_owner('t_k_dm', 7)"), '2',
+	'dmindex_owner for a role that may read the table');
+
+# ---- instance claims ------------------------------------------------------------------
+
+# standby 3 made as pg_basebackup makes it: then told to be instance 1, which standby 1 holds
+my $s3 = PostgreSQL::Test::Cluster->new('standby3');
+$s3->init_from_backup($primary, 'b', has_streaming => 1);
+$s3->append_conf('postgresql.conf', "primary_slot_name = 's3'\ndmindex.instance_id = 1\n");
+$s3->start;
+$primary->wait_for_catchup($s3, 'replay');
+my $q_some = "$idx_only SELECT count(*) FROM t WHERE k BETWEEN 1000 AND 2000";
+($state, $err) = query_sqlstate($s3, 'postgres', $q_some);
+is($state, '55006', 'a second live server with instance id 1: 55006');
+like($err, qr/dmindex instance 1 is already in use by another server/, '... message');
+like($err, qr/DETAIL:\s+Memory node \d+ holds a claim of instance 1 by another server \(run [0-9a-f]+\) whose lease ends in \d+ s/,
+	'... detail with the lease left');
+like($err, qr/HINT:\s+Set a distinct "dmindex.instance_id" on each server \(a standby made by pg_basebackup copies the primary's\)/,
+	'... hint');
+($state) = query_sqlstate($s3, 'postgres', "SELECT * FROM dmindex_partitions('t_k_dm')");
+is($state, '55006', 'dmindex_partitions is refused there too');
+is(sql($s1, 'postgres', $q_some), sql($s1, 'postgres', "$seq_only SELECT count(*) FROM t WHERE k BETWEEN 1000 AND 2000"),
+	'the holder, standby1, still answers');
+
+# fixed: a distinct id after a restart
+$s3->append_conf('postgresql.conf', "dmindex.instance_id = 3\n");
+$s3->restart;
+is(sql($s3, 'postgres', $q_some), sql($s3, 'postgres', "$seq_only SELECT count(*) FROM t WHERE k BETWEEN 1000 AND 2000"),
+	'standby3 as instance 3 answers');
+is(sql($s3, 'postgres', "SELECT count(*) FILTER (WHERE local) FROM dmindex_partitions('t_k_dm')"), '0',
+	'and owns no range of the map');
+
+# standby 1 dies without giving its claim up (lease 10 s): instance 1 stays taken until the lease ends
+$s1->stop('immediate');
+my $died = time;
+$s3->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
+$s3->restart;
+($state, $err) = query_sqlstate($s3, 'postgres', $q_some);
+my $refused_at = time - $died;
+if ($refused_at < 8)
+{
+	is($state, '55006', sprintf('%.1f s after standby1 crashed its lease still holds instance 1', $refused_at));
+}
+else
+{
+	pass(sprintf('(the machine is slow: %.1f s passed before the check; the lease may have ended)', $refused_at));
+}
+my $took = 0;
+for (1 .. 60)
+{
+	($state) = query_sqlstate($s3, 'postgres', $q_some);
+	if ($state eq '')
+	{
+		$took = time - $died;
+		last;
+	}
+	sleep 0.5;
+}
+# the keeper renews every third of the lease: at the crash 2/3 to all of the
+# 10 s were left (lease ends are whole seconds: up to 1 s less)
+ok($took >= 5 && $took < 20,
+	sprintf('standby3 took instance 1 over once the lease ran out (%.1f s after the crash)', $took));
+is(sql($s3, 'postgres', "SELECT string_agg(instance::text, ',') FROM dmindex_partitions('t_k_dm') WHERE local"),
+	'1', 'standby3 now serves instance 1\'s range');
+
+# standby 1 comes back as instance 1: refused while standby 3 holds it
+$s1->start;
+($state) = query_sqlstate($s1, 'postgres', $q_some);
+is($state, '55006', 'standby1, back, is refused: standby3 holds instance 1 now');
+# a clean shutdown of standby 3 gives the claim up at once
+$s3->stop('fast');
+my $stopped = time;
+($state) = query_sqlstate($s1, 'postgres', $q_some);
+ok($state eq '' && time - $stopped < 8, 'after standby3 stopped cleanly standby1 has instance 1 at once');
+is(sql($s1, 'postgres', $q_some), sql($s1, 'postgres', "$seq_only SELECT count(*) FROM t WHERE k BETWEEN 1000 AND 2000"),
+	'and answers right');
+
+# a restarted server keeps its own claim (same host, port and data directory)
+$s1->stop('immediate');
+$s1->start;
+is(sql($s1, 'postgres', "SELECT count(*) > 0 FROM t WHERE k >= 0"), 't',
+	'standby1 restarted after a crash gets its own claim back at once');
+
+$s1->stop;
+$s2->stop;
+$primary->stop;
+is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
+done_testing();

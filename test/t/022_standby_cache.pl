@@ -1,0 +1,230 @@
+# 022_standby_cache.pl — a hot standby caches the leaves of its own key
+# range and stays exact while the primary changes them (docs/design.md §7,
+# src/pg/dmwal.c).
+#
+# Why: a standby's cache learns of the primary's writes only through WAL:
+# the primary logs the nodes each flush and each VACUUM batch wrote, before
+# the commit record (or before VACUUM frees the tids), and the standby's
+# redo drops them, with a generation check so that a copy read before the
+# redo is never admitted after it.  A missed invalidation shows up as a
+# standby index answer that differs from its seqscan, or as a cached node
+# that dmindex_check finds newer than or different from what it may be.
+#
+#   warm     the standby (instance 1, owning [50000, max]) reads its range
+#            until its leaves are cached; hits on leaves are counted;
+#   changed  the primary updates, deletes and inserts keys of that range,
+#            VACUUMs: the standby's index answers = its seqscan;
+#   load     pgbench changes the range on the primary while the standby
+#            queries it (point, range, ORDER BY, each compared with a
+#            seqscan in one snapshot); VACUUM every second;
+#   after    dmindex_check(idx, true) on the standby (its cached leaves are
+#            all its own and never newer than remote memory); the cache hit
+#            ratio on the standby > 0, leaves among the hits, and
+#            invalidations counted; leaves of the other range never cached.
+#
+# DM_STANDBY_CACHE_SECONDS sets the length of the load phase (default 10).
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DmindexTest;
+
+my $duration = $ENV{DM_STANDBY_CACHE_SECONDS} // 10;
+
+my $mn = start_memnode(
+	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
+
+my $cache_conf = "dmindex.cache_policy = dex\n"
+  . "dmindex.cache_size = 8MB\n"
+  . "dmindex.cache_frame_size = 256\n"
+  . "dmindex.cache_leaf_admission = 1.0\n"
+  . "dmindex.partition_refresh_interval = 100\n";
+
+my $primary = new_dmindex_node(
+	'primary', [$mn],
+	init => { allows_streaming => 1 },
+	conf => "max_connections = 30\nautovacuum = off\ndmindex.instance_id = 0\n" . $cache_conf);
+$primary->safe_psql(
+	'postgres', q{
+	CREATE TABLE t (id bigserial, k int, pad text);
+	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
+	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
+	VACUUM ANALYZE t;
+	SELECT pg_create_physical_replication_slot('s1', true);
+	SELECT dmindex_set_partitions('t_k_dm', ARRAY[50000], ARRAY[0, 1]);
+});
+$primary->backup('b');
+my $s1 = PostgreSQL::Test::Cluster->new('standby1');
+$s1->init_from_backup($primary, 'b', has_streaming => 1);
+$s1->append_conf('postgresql.conf',
+	"primary_slot_name = 's1'\nhot_standby_feedback = on\ndmindex.instance_id = 1\n");
+$s1->start;
+$primary->wait_for_catchup($s1, 'replay');
+
+my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+
+sub stats
+{
+	my ($node) = @_;
+	my $r = $node->safe_psql('postgres',
+		"SELECT coalesce(frames_used_by_level[1], 0), coalesce(hits_by_level[1], 0), hits, misses, "
+		  . "coalesce(hit_ratio, 0), invalidations FROM dmindex_cache_stats()");
+	my @v = split /\|/, $r;
+	return { leaf_frames => $v[0], leaf_hits => $v[1], hits => $v[2], misses => $v[3],
+		ratio => $v[4], invalidations => $v[5] };
+}
+
+sub both
+{
+	my ($node, $q) = @_;
+	return (sql($node, 'postgres', "$idx_only $q"), sql($node, 'postgres', "$seq_only $q"));
+}
+
+# ---- warm ------------------------------------------------------------------------------
+
+is(sql($s1, 'postgres', "SELECT instance, lo_value FROM dmindex_partitions('t_k_dm') WHERE local"),
+	'1|50000', 'the standby is instance 1 and owns [50000, max]');
+my $range = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 50000 AND 99999";
+my ($i, $s) = both($s1, $range);
+is($i, $s, "standby: its range through the index = seqscan ($s)");
+$s1->safe_psql('postgres', 'SELECT dmindex_cache_stats_reset()');
+# point lookups over the range, twice: the second round hits cached leaves
+my $points = "SELECT sum((SELECT count(*) FROM t WHERE k = 50000 + (g * 7) % 50000)) FROM generate_series(1, 3000) g";
+sql($s1, 'postgres', "$idx_only $points") for 1 .. 2;
+my $st = stats($s1);
+ok($st->{leaf_frames} > 20, "the standby caches leaves of its range ($st->{leaf_frames} leaf frames)");
+ok($st->{leaf_hits} > 0 && $st->{ratio} > 0,
+	"and reads them from the cache (leaf hits $st->{leaf_hits}, hit ratio $st->{ratio})");
+like(dmindex_check($s1, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/,
+	'dmindex_check on the standby: cached leaves are its own, none newer than remote memory');
+
+# the other range: read, but its leaves are not kept
+sql($s1, 'postgres', "$idx_only SELECT sum((SELECT count(*) FROM t WHERE k = (g * 7) % 50000)) FROM generate_series(1, 2000) g");
+like(dmindex_check($s1, 'postgres', 't_k_dm', 0), qr/^\d+\|\|t$/,
+	'after reading the primary\'s range too, still only its own leaves are cached');
+
+# ---- changed on the primary -----------------------------------------------------------
+
+my $inv0 = $st->{invalidations};
+$primary->safe_psql('postgres', q{
+	UPDATE t SET k = k + 1 WHERE k BETWEEN 50000 AND 99998 AND id % 2 = 0;
+	DELETE FROM t WHERE k BETWEEN 60000 AND 70000 AND id % 3 = 0;
+	INSERT INTO t (k, pad) SELECT 50000 + (g * 13) % 50000, 'new' FROM generate_series(1, 3000) g;
+	VACUUM t;
+});
+$primary->wait_for_catchup($s1, 'replay');
+($i, $s) = both($s1, $range);
+is($i, $s, "after updates, deletes, inserts and VACUUM on the primary: standby index = its seqscan ($s)");
+my $pts = "SELECT string_agg(c::text, ',') FROM (SELECT (SELECT count(*) FROM t WHERE k = 50000 + g * 37) c FROM generate_series(0, 1300) g) x";
+($i, $s) = both($s1, $pts);
+is($i, $s, 'point lookups over the range = seqscan');
+($i, $s) = both($s1, "SELECT string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= 64000 ORDER BY k LIMIT 200) x");
+is($i, $s, 'ORDER BY through the changed leaves = seqscan');
+$st = stats($s1);
+ok($st->{invalidations} > $inv0, "the standby's redo invalidated cached nodes ($inv0 -> $st->{invalidations})");
+
+# ---- under load ---------------------------------------------------------------------------
+
+sub compare_once
+{
+	my ($node) = @_;
+	my $p = 50000 + int(rand(50000));
+	my $a = 50000 + int(rand(49000));
+	my $b = $a + int(rand(1000));
+	my @q = (
+		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
+		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
+		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
+		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
+	);
+	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
+	  . join(";\n", @q) . ";\n"
+	  . "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = on;\n"
+	  . join(";\n", @q) . ";\nCOMMIT;\n";
+	my ($ret, $out, $err) = $node->psql('postgres', $script);
+	return (0, $err) if $ret != 0;
+	my @l = split /\n/, $out;
+	return (0, "expected 8 result lines, got: $out") if @l != 8;
+	for my $k (0 .. 3)
+	{
+		return (0, "index: $l[$k] vs seqscan: $l[4 + $k]") if $l[$k] ne $l[ 4 + $k ];
+	}
+	return (1, '');
+}
+
+my $dir = $primary->basedir;
+my %scripts = (
+	'upd.sql' => q{
+\set k random(50000, 99990)
+\set newk random(50000, 99999)
+UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 2;
+},
+	'ins.sql' => q{
+\set k random(50000, 99980)
+INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, 9) g;
+},
+	'del.sql' => q{
+\set k random(50000, 99990)
+DELETE FROM t WHERE k BETWEEN :k AND :k + 5;
+},
+	'vac.sql' => q{
+VACUUM t;
+\sleep 1000 ms
+},);
+for my $f (keys %scripts)
+{
+	open(my $fh, '>', "$dir/$f") or die;
+	print $fh $scripts{$f};
+	close $fh;
+}
+$s1->safe_psql('postgres', 'SELECT dmindex_cache_stats_reset()');
+my ($bout, $berr, $vout, $verr) = ('', '', '', '');
+my @conn = ('-h', $primary->host, '-p', $primary->port, 'postgres');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', $duration,
+	  '-f', "$dir/upd.sql", '-f', "$dir/ins.sql", '-f', "$dir/del.sql", @conn ],
+	'>', \$bout, '2>', \$berr);
+my $vac = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '1', '-T', $duration, '-f', "$dir/vac.sql", @conn ],
+	'>', \$vout, '2>', \$verr);
+my ($checks, @problems) = (0);
+while ($bench->pumpable || $vac->pumpable)
+{
+	my ($ok, $why) = compare_once($s1);
+	$checks++;
+	push @problems, $why unless $ok;
+	$bench->pump_nb if $bench->pumpable;
+	$vac->pump_nb if $vac->pumpable;
+	last if @problems > 5;
+}
+$bench->finish;
+$vac->finish;
+note "pgbench: $bout $berr";
+like($bout, qr/number of transactions actually processed: [1-9]/, 'pgbench changed the standby\'s range on the primary');
+ok($checks >= 5, "$checks comparisons on the standby");
+is(join("\n", @problems), '', 'under load: every standby index answer = its seqscan');
+
+# ---- after -------------------------------------------------------------------------------
+
+$primary->wait_for_catchup($s1, 'replay');
+($i, $s) = both($s1, $range);
+is($i, $s, "after the load: standby index = its seqscan ($s)");
+is(sql($primary, 'postgres', "$idx_only $range"), $s, 'and = the primary\'s index');
+$st = stats($s1);
+note "standby cache during the load: hits $st->{hits}, misses $st->{misses}, ratio $st->{ratio}, "
+  . "leaf hits $st->{leaf_hits}, leaf frames $st->{leaf_frames}, invalidations $st->{invalidations}";
+ok($st->{ratio} > 0 && $st->{leaf_hits} > 0,
+	"the standby's cache served reads during the load (hit ratio $st->{ratio}, leaf hits $st->{leaf_hits})");
+ok($st->{invalidations} > 0, "with invalidations from the primary's WAL ($st->{invalidations})");
+like(dmindex_check($s1, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/, 'dmindex_check(idx, true) on the standby');
+like(dmindex_check($primary, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/, 'dmindex_check(idx, true) on the primary');
+
+$s1->stop;
+$primary->stop;
+is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
+done_testing();
