@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dm_claim.h"
 #include "dm_journal.h"
 #include "dm_memops.h"
 #include "memnode.h"
@@ -285,7 +286,6 @@ fill_stats(dm_node_stats *st)
 	st->chunk_size = mn.region.sb->chunk_size;
 	st->chunks_total = mn.region.sb->nchunks;
 	st->chunks_used = mn.region.sb->chunks_used;
-	st->trees = mn.region.sb->trees;
 	st->catalog_capacity = mn.region.sb->catalog_capacity;
 	st->incarnation = mn.region.sb->incarnation;
 	st->uptime_ms = (mn_mono_ns() - mn.start_mono_ns) / 1000000u;
@@ -295,6 +295,8 @@ fill_stats(dm_node_stats *st)
 	/* a walk of the chunk table and the returned ranges: under the allocator's lock */
 	pthread_mutex_lock(&mn.region_lock);
 	st->bytes_in_use = dm_region_bytes_in_use(&mn.region);
+	/* instance claims (dm_claim.h) are catalog entries, not trees */
+	st->trees = mn.region.sb->trees - dm_region_cat_count_named(&mn.region, DM_CLAIM_PREFIX);
 	pthread_mutex_unlock(&mn.region_lock);
 	/* racy reads of other workers' counters: fine for statistics */
 	for (int w = 0; w < mn.cfg.threads; w++)

@@ -689,6 +689,29 @@ dm_region_cat_drop(dm_region *r, const dm_tree_name *name, uint64_t *chunks_free
 	return DM_OK;
 }
 
+/*
+ * Live catalog entries of kind DM_TREE_NAMED whose name starts with prefix
+ * (e.g. instance claims, dm_claim.h): the memnode's statistics count trees
+ * without them.  Called under the region lock.
+ */
+uint64_t
+dm_region_cat_count_named(const dm_region *r, const char *prefix)
+{
+	size_t		len = strlen(prefix);
+	uint64_t	n = 0;
+
+	for (uint64_t i = 0; i < r->sb->catalog_capacity; i++)
+	{
+		const dm_cat_entry *e = &r->catalog[i];
+
+		if (__atomic_load_n(&e->tree_id, __ATOMIC_ACQUIRE) != 0 &&
+			e->state == DM_TREE_STATE_LIVE && e->name.kind == DM_TREE_NAMED &&
+			strncmp(e->name.name, prefix, len) == 0)
+			n++;
+	}
+	return n;
+}
+
 uint32_t
 dm_region_cat_list(dm_region *r, uint32_t start_slot, uint32_t max,
 				   uint32_t kind, uint32_t dboid, uint64_t sysid,

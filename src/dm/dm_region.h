@@ -254,6 +254,8 @@ extern uint32_t dm_region_cat_list_owned(dm_region *r, uint32_t start_slot, uint
 										 const uint64_t *owner_ident,
 										 dm_tree_info *out, uint32_t *next_slot);
 
+/* Live named entries whose name starts with prefix (under the region lock). */
+extern uint64_t dm_region_cat_count_named(const dm_region *r, const char *prefix);
 /* A tree name is well formed (known kind, NUL-terminated name, ...). */
 extern int	dm_tree_name_valid(const dm_tree_name *name);
 extern int	dm_tree_name_equal(const dm_tree_name *a, const dm_tree_name *b);

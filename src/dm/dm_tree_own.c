@@ -131,12 +131,29 @@ dm_tree_partitions_set(dm_tree *t, const dm_partition_map *m)
 		w[3 + 2 * i] = m->lo[i];
 		w[4 + 2 * i] = m->instance[i];
 	}
-	rc = dm_write(t->c, blk, w, t->node_size);
-	free(w);
-	if (rc == DM_OK)
-		rc = dm_cas(t->c, part_word_addr(t), prev, blk, &seen);
-	if (rc != DM_OK)
-		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	/*
+	 * One batch on the home memnode, fenced like every write of the tree
+	 * (dm_tree_writer.c): a writer that was taken over stores no map.  The
+	 * block is written before the CAS publishes it (a batch runs in order).
+	 */
+	{
+		dm_op		ops[3];
+
+		if ((rc = dm_tree_fence_op(t, &ops[0], t->home)) != DM_OK)
+		{
+			free(w);
+			return rc;
+		}
+		dm_op_write(&ops[1], blk, w, t->node_size);
+		dm_op_atomic(&ops[2], DM_OP_CAS, part_word_addr(t), prev, blk);
+		rc = dm_post(t->c, ops, 3, NULL);
+		free(w);
+		if (rc != DM_OK)
+			return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+		if (dm_tree_fenced_off(t, &ops[0]))
+			return DM_ERR_FENCED;
+		seen = ops[2].result;
+	}
 	if (seen != prev)
 		return dm_tree_fail(t, DM_ERR_EXISTS, "the partition map changed concurrently");
 	return DM_OK;

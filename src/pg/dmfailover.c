@@ -13,8 +13,12 @@
  *
  * What the tree records (src/dm/dm_tree_writer.c, catalog meta words 8-9):
  *
- *   - the writer word: an epoch, this server's dmindex.instance_id and the
- *     timeline it writes on.  Every write batch is fenced by it, so once a
+ *   - the writer word: an epoch and the writing server's identity: the
+ *     timeline it writes on, a random server nonce for that timeline (kept
+ *     in the data directory, below) and its dmindex.instance_id (only
+ *     informative: ranges pass on with it at a takeover; the instance id is
+ *     a caching role, not the writer's identity).  Every write batch is
+ *     fenced by it, so once a
  *     promoted server has raised the epoch, the old primary, if it still
  *     runs, can write nothing more to the tree (its writes fail with 55000).
  *   - the high-water mark: before any remote write (entries at pre-commit
@@ -40,11 +44,28 @@
  * after a standby took over) is refused, reads included: its heap and the
  * tree part ways from the takeover on.  Its backends notice within
  * RECHECK_MS (each re-reads the writer word at most that often); its writes
- * are refused at once by the fence.  A server on the writer's own timeline
- * with another instance id (restarted with a new dmindex.instance_id) may
- * read, not write.
+ * are refused at once by the fence.
+ *
+ * The server nonce.  Two servers on one timeline number are either one
+ * server (restarted, perhaps with another dmindex.instance_id or port) or
+ * split brain (two standbys promoted to the same timeline number, whose
+ * WAL differs).  The nonce tells them apart: the first time a server needs
+ * its identity on timeline T it draws a random 16-bit number and stores it
+ * in the file dmindex_writer.T (hex) in its data directory, created once
+ * and atomically (link of a complete temporary file), read by every later
+ * backend and after every restart.  A base backup copies the file, but a
+ * standby writes only after its promotion, on a new timeline, with a new
+ * nonce.  So the same timeline and nonce means the same server: it takes
+ * the tree over again under its current identity (a new instance id).  The
+ * same timeline with another nonce is another server: it may read, not
+ * write.  (Words written before nonces existed have nonce 0: the same
+ * timeline and instance id is taken as this server.)  The identity holds
+ * 16 bits of the timeline; timelines past 65535 are refused.
  */
 #include "postgres.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "access/timeline.h"
 #include "access/xlog_internal.h"
@@ -55,6 +76,7 @@
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
+#include "storage/fd.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -79,15 +101,126 @@ typedef struct WriterCheck
 static HTAB *checks = NULL;
 static XLogRecPtr synced_upto = InvalidXLogRecPtr;
 
-/* This server's identity in a writer word: instance id and timeline. */
+#define IDENT_TLI(w) ((TimeLineID) ((w) & 0xFFFF))
+#define IDENT_NONCE(w) ((uint32) (((w) >> 16) & 0xFFFF))
+#define IDENT_INSTANCE(w) ((int) (((w) >> 32) & 0xFFFF))
+#define IDENT_SERVER(w) ((w) & 0xFFFFFFFF)	/* nonce and timeline */
+
+/*
+ * This server's nonce on timeline tli (see the file comment): read from
+ * dmindex_writer.<tli> in the data directory, or drawn and stored there.
+ */
+static uint32
+server_nonce(TimeLineID tli)
+{
+	static TimeLineID cached_tli = 0;
+	static uint32 cached = 0;
+	char		path[MAXPGPATH];
+	char		tmp[MAXPGPATH];
+
+	if (cached_tli == tli)
+		return cached;
+	snprintf(path, sizeof(path), "dmindex_writer.%X", tli);
+	for (int attempt = 0;; attempt++)
+	{
+		FILE	   *f = AllocateFile(path, "r");
+		unsigned int v = 0;
+		uint16		draw;
+		int			fd;
+		char		buf[16];
+
+		if (f != NULL)
+		{
+			int			n = fscanf(f, "%x", &v);
+
+			FreeFile(f);
+			if (n == 1 && v != 0 && v <= 0xFFFF)
+			{
+				cached_tli = tli;
+				cached = v;
+				return v;
+			}
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("file \"%s\" does not hold a dmindex server nonce", path),
+					 errhint("Remove the file if no dmindex index was written on timeline %u; otherwise REINDEX its dmindex indexes after removing it.", tli)));
+		}
+		if (errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", path)));
+		if (attempt > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not create file \"%s\"", path)));
+		do
+		{
+			if (!pg_strong_random(&draw, sizeof(draw)))
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg("could not generate a random dmindex server nonce")));
+		} while (draw == 0);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, MyProcPid);
+		snprintf(buf, sizeof(buf), "%04X\n", draw);
+		fd = OpenTransientFile(tmp, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+		if (fd < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create file \"%s\": %m", tmp)));
+		if (write(fd, buf, strlen(buf)) != (ssize_t) strlen(buf) || pg_fsync(fd) != 0)
+		{
+			int			save = errno ? errno : ENOSPC;
+
+			CloseTransientFile(fd);
+			unlink(tmp);
+			errno = save;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", tmp)));
+		}
+		CloseTransientFile(fd);
+		/* link() fails if another backend created it first: then read theirs */
+		if (link(tmp, path) != 0 && errno != EEXIST)
+		{
+			int			save = errno;
+
+			unlink(tmp);
+			errno = save;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not link file \"%s\" to \"%s\": %m", tmp, path)));
+		}
+		unlink(tmp);
+		fsync_fname(".", true);
+	}
+}
+
+/* This server's identity in a writer word: instance id, nonce and timeline. */
 static uint64
 my_ident(void)
 {
-	return ((uint64) (uint16) dmindex_instance_id << 32) | (uint64) GetWALInsertionTimeLine();
+	TimeLineID	tli = GetWALInsertionTimeLine();
+
+	if (tli > 0xFFFF)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("dmindex cannot write on timeline %u", tli),
+				 errdetail("A dmindex writer identity holds timelines up to 65535.")));
+	return ((uint64) (uint16) dmindex_instance_id << 32) | ((uint64) server_nonce(tli) << 16) | (uint64) tli;
 }
 
-#define IDENT_TLI(w) ((TimeLineID) ((w) & 0xFFFFFFFF))
-#define IDENT_INSTANCE(w) ((int) (((w) >> 32) & 0xFFFF))
+/* Whether writer identity id is this server (maybe under another instance id). */
+static bool
+same_server(uint64 id)
+{
+	uint64		mine = my_ident();
+
+	if (IDENT_SERVER(id) == IDENT_SERVER(mine))
+		return true;
+	/* written before nonces: the same timeline and instance id */
+	return IDENT_NONCE(id) == 0 && IDENT_TLI(id) == IDENT_TLI(mine) &&
+		IDENT_INSTANCE(id) == IDENT_INSTANCE(mine);
+}
 
 uint64
 dmindex_writer_initial(void)
@@ -351,13 +484,27 @@ decide(Relation index, dm_tree *tree)
 				dmindex_tree_error(index, tree, rc);
 			return;
 		}
+		if (same_server(DM_WRITER_IDENT(word)) && DM_WRITER_EPOCH(word) < DM_WRITER_EPOCH_MAX)
+		{
+			/*
+			 * This server under another identity (restarted with a new
+			 * dmindex.instance_id): everything the tree holds comes from
+			 * its own WAL.  Take the tree over under the new identity; the
+			 * key ranges stay as they are (the operator chose the new id).
+			 */
+			rc = dm_tree_writer_takeover(tree, word, DM_WRITER_MAKE(DM_WRITER_EPOCH(word) + 1, my_ident()),
+										 (uint64) dmindex_wal_insert_end(), &seen);
+			if (rc != DM_OK)
+				dmindex_tree_error(index, tree, rc);
+			continue;			/* decide again under the word now there */
+		}
 		if (!fork_point(IDENT_TLI(DM_WRITER_IDENT(word)), &fork))
 		{
 			/*
-			 * The same timeline, another instance id: this server restarted
-			 * with a new dmindex.instance_id (or split brain: two standbys
-			 * promoted to the same timeline number).  It may read as any
-			 * instance may; writing is the writer's.
+			 * The same timeline number, another server: split brain (two
+			 * standbys promoted to the same timeline number, or a copied
+			 * data directory).  It may read as any instance may; writing
+			 * is the writer's.
 			 */
 			if (IDENT_TLI(DM_WRITER_IDENT(word)) == GetWALInsertionTimeLine())
 			{
@@ -446,7 +593,7 @@ dmindex_writer_may_free(dm_tree *tree)
 
 	if (RecoveryInProgress() || dm_tree_writer_read(tree, &word, NULL) != DM_OK)
 		return false;
-	if (DM_WRITER_IDENT(word) == my_ident())
+	if (same_server(DM_WRITER_IDENT(word)))
 		return true;
 
 	/*

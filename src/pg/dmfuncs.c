@@ -13,7 +13,6 @@
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
 
-#include "dm_claim.h"
 #include "dmindex.h"
 
 PG_FUNCTION_INFO_V1(dmindex_memnodes);
@@ -37,39 +36,6 @@ parse_argument(text *arg)
 				 errmsg("invalid memnode list \"%s\"", value),
 				 errdetail_internal("%s", errbuf)));
 	return list;
-}
-
-/*
- * Catalog entries of a memnode that are instance claims (dmclaim.c), not
- * trees: left out of the "trees" column, which counts what indexes and
- * other users of the memnode stored.  -1 if they cannot be listed.
- */
-static int64
-claim_entries(dm_client *client, uint16 node_id)
-{
-	dm_rpc_list_req req;
-	dm_tree_info page[DM_LIST_MAX];
-	uint32		count,
-				next = 0;
-	int64		n = 0;
-
-	memset(&req, 0, sizeof(req));
-	req.kind = DM_TREE_NAMED;
-	req.max = DM_LIST_MAX;
-	for (;;)
-	{
-		uint32		start = next;
-
-		req.start_slot = start;
-		if (dm_tree_list(client, node_id, &req, page, &count, &next) != DM_OK)
-			return -1;
-		for (uint32 i = 0; i < count; i++)
-			if (dm_claim_is_claim_name(page[i].name.name))
-				n++;
-		if (count == 0 || next <= start || count < req.max)
-			break;
-	}
-	return n;
 }
 
 /*
@@ -145,11 +111,8 @@ dmindex_memnodes(PG_FUNCTION_ARGS)
 			values[5] = Int64GetDatum((int64) stats.region_size);
 			values[6] = Int64GetDatum((int64) stats.chunks_total);
 			values[7] = Int64GetDatum((int64) stats.chunks_used);
-			{
-				int64		claims = claim_entries(client, node_id);
-
-				values[8] = Int64GetDatum((int64) stats.trees - Max(claims, 0));
-			}
+			/* (the memnode counts instance claims out: they are not trees) */
+			values[8] = Int64GetDatum((int64) stats.trees);
 			nulls[5] = nulls[6] = nulls[7] = nulls[8] = false;
 			/* the authentication counters: columns of schema 0.2 on */
 			if (rsinfo->setDesc->natts >= MEMNODES_COLS)

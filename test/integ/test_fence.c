@@ -200,6 +200,22 @@ run(const transport *tr)
 					 "%s: a sorted delete batch is refused", tr->name);
 	}
 	CHECK_STATUS(dm_tree_writer_raise(a, 1000), DM_ERR_FENCED, "%s: raising the high-water mark is refused", tr->name);
+	{
+		dm_partition_map before, m, after;
+
+		memset(&m, 0, sizeof(m));
+		m.n = 2;
+		m.lo[1] = 1000;
+		m.instance[1] = 7;
+		CHECK(dm_tree_partitions_get(b, &before) == DM_OK, "%s: the new writer reads the partition map", tr->name);
+		CHECK_STATUS(dm_tree_partitions_set(a, &m), DM_ERR_FENCED, "%s: storing a partition map is refused",
+					 tr->name);
+		CHECK(dm_tree_partitions_get(b, &after) == DM_OK && after.epoch == before.epoch && after.n == before.n,
+			  "%s: ... and the map is unchanged (epoch %" PRIu64 ", %d ranges)", tr->name, after.epoch, after.n);
+		CHECK_STATUS(dm_tree_partitions_set(b, &m), DM_OK, "%s: the new writer stores it", tr->name);
+		CHECK(dm_tree_partitions_get(a, &after) == DM_OK && after.epoch == before.epoch + 1 && after.n == 2 &&
+			  after.instance[1] == 7, "%s: ... and every handle reads it", tr->name);
+	}
 	CHECK_STATUS(dm_tree_writer_takeover(a, w1, DM_WRITER_MAKE(3, 0xA), 5, &seen), DM_OK,
 				 "%s: a takeover from the stale word runs", tr->name);
 	CHECK(seen == w2 && dm_tree_writer_read(b, &word, &hw) == DM_OK && word == w2 && hw == 100,

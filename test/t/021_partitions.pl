@@ -30,7 +30,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time sleep);
 use DmindexTest;
 
 my $duration = $ENV{DM_PARTITION_SECONDS} // 16;
