@@ -109,5 +109,26 @@ is(dmindex_check($node, 'postgres', 't0_v'), '4003|4002|t',
 	'instance 0 writes again and the index passes dmindex_check');
 $node->stop;
 
+# Another server on the same timeline number (split brain: two standbys
+# promoted to one timeline number) has another server nonce: it may read,
+# not write.  Simulated by setting this server's nonce file aside.
+my $nonce_file = $node->data_dir . '/dmindex_writer.1';
+ok(-f $nonce_file, 'the server keeps its writer nonce for timeline 1 in its data directory');
+rename($nonce_file, "$nonce_file.saved") or die "rename: $!";
+$node->start;
+is(sql($node, 'postgres', 'SET enable_seqscan = off; SELECT count(*) FROM t0 WHERE v BETWEEN 10 AND 3500'),
+	'3491', 'a server with another nonce on the writer\'s timeline reads the index');
+my ($state, $err) = query_sqlstate($node, 'postgres', 'INSERT INTO t0 VALUES (5002)');
+is($state, '55000', 'but its write is refused with 55000');
+like($err, qr/t0_v/, '... naming the index');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM t0 WHERE v = 5002'), '0', 'and the row is not there');
+$node->stop;
+rename("$nonce_file.saved", $nonce_file) or die "rename: $!";
+$node->start;
+$node->safe_psql('postgres', 'INSERT INTO t0 VALUES (5003)');
+is(dmindex_check($node, 'postgres', 't0_v'), '4004|4003|t',
+	'with its own nonce back the server writes again and the index passes dmindex_check');
+$node->stop;
+
 is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
 done_testing();
