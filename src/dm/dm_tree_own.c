@@ -286,6 +286,12 @@ dm_tree_map_owner(const dm_partition_map *m, uint64_t key)
 void
 dm_tree_write_any_key(dm_tree *t, int on)
 {
+	/*
+	 * Out of single-writer mode, inner nodes of other instances' ranges are
+	 * foreign again (dm_tree_node_class): copies cached meanwhile must go.
+	 */
+	if (t->write_any && !on && t->cache)
+		dm_cache_invalidate_tree(t->cache, t->ctag);
 	t->write_any = on ? 1 : 0;
 }
 
@@ -360,7 +366,23 @@ dm_tree_node_class(const dm_tree *t, const void *hdr)
 			return DM_OWN_OWNED;
 		return DM_OWN_FOREIGN;
 	}
-	return dm_tree_own_class(t, h->low, h->high);
+
+	/*
+	 * The only writer (single-writer mode, a PostgreSQL primary): an inner
+	 * node inside another instance's range changes only by this handle's
+	 * own writes, under the remote lock like a shared node's, so it may be
+	 * cached as a shared node (DEX §4: every instance caches inner nodes;
+	 * the map decides which leaves).  Where other instances write (several
+	 * writers, each owning its ranges), such a node is theirs and changes
+	 * without our knowledge: foreign, never cached.
+	 */
+	{
+		int			cls = dm_tree_own_class(t, h->low, h->high);
+
+		if (cls == DM_OWN_FOREIGN && t->write_any && h->level > 0)
+			return DM_OWN_SHARED;
+		return cls;
+	}
 }
 
 void

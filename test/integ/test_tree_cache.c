@@ -1962,13 +1962,33 @@ group5(void)
 		CHECK(rc == DM_OK && existed == 0, "%s: single-writer mode: key 999 (instance 1's) written: %s", label,
 			  dm_strerror(rc));
 		m_insert(&m, dm_entry_make(999, 4));
-		for (uint64_t k = 1; k < 1000; k += 2)
+		/*
+		 * Enough entries in instance 1's range that inner nodes lie wholly
+		 * inside it: the only writer caches them as shared nodes and must
+		 * keep its copies right through its own splits of them.
+		 */
+		for (uint64_t k = 1; k < 1000 && rc == DM_OK; k += 2)
+			for (uint64_t tid = 5; tid < 45; tid++)
+			{
+				if ((rc = dm_tree_insert(h, dm_entry_make(k, tid), &existed)) != DM_OK)
+					break;
+				m_insert(&m, dm_entry_make(k, tid));
+			}
+		CHECK_STATUS(rc, DM_OK, "%s: single-writer mode: 20000 more foreign entries written (with splits)", label);
+		for (uint64_t k = 1; k < 1000; k += 14)
 		{
-			if ((rc = dm_tree_insert(h, dm_entry_make(k, 5), &existed)) != DM_OK)
+			uint64_t	tids[256];
+			int			n = 0;
+			size_t		want = m_lower(&m, dm_entry_make(k + 1, 0)) - m_lower(&m, dm_entry_make(k, 0));
+
+			rc = dm_tree_lookup(h, k, tids, 256, &n);
+			if (rc == DM_OK && (size_t) n != want)
+				rc = DM_ERR_INTERNAL;	/* as many entries as the model has */
+			if (rc != DM_OK)
 				break;
-			m_insert(&m, dm_entry_make(k, 5));
 		}
-		CHECK_STATUS(rc, DM_OK, "%s: single-writer mode: 500 more foreign keys written (with splits)", label);
+		CHECK_STATUS(rc, DM_OK, "%s: single-writer mode: lookups of foreign keys through the cache", label);
+		check_cache(label, h, &sc, NULL);
 		rc = dm_tree_delete(h, dm_entry_make(999, 4), &existed);
 		CHECK(rc == DM_OK && existed == 1, "%s: and key 999 deleted again: %s", label, dm_strerror(rc));
 		m_delete(&m, dm_entry_make(999, 4));
