@@ -23,13 +23,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/test/common.sh"
 ROWS=${ROWS:-2000000}
 DURATION=${DURATION:-15}
-WARMUP=${WARMUP:-5}
+WARMUP=${WARMUP:-10}
 CLIENTS=${CLIENTS:-1}
 CACHE_PCT=${CACHE_PCT:-20}
+# leaf admission probability: 1 so that the caches reach their steady state within the warm-up
+LEAF_ADMISSION=${LEAF_ADMISSION:-1}
 MEMNODE_PORT=${MEMNODE_PORT:-7480}
 PG_PORT=${PG_PORT:-5480}
 OUT=${OUT:-$ROOT/bench/results/replica-$(date +%F).md}
-CMD="ROWS=$ROWS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS CACHE_PCT=$CACHE_PCT bash bench/run-replica-bench.sh"
+CMD="ROWS=$ROWS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS CACHE_PCT=$CACHE_PCT LEAF_ADMISSION=$LEAF_ADMISSION bash bench/run-replica-bench.sh"
 
 make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
 make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null
@@ -64,7 +66,8 @@ psql_i 0 -c "CREATE EXTENSION dmindex" \
 REMOTE_BYTES=$(psql_i 0 -At -c "SELECT remote_bytes FROM dmindex_stats('t_k')")
 CACHE_KB=$((REMOTE_BYTES * CACHE_PCT / 100 / 1024))
 echo "== index: $REMOTE_BYTES remote bytes; caches of ${CACHE_KB}kB ($CACHE_PCT%)"
-restart_pg "${NODES[0]}" "dmindex.cache_policy = dex" "dmindex.cache_size = ${CACHE_KB}kB"
+restart_pg "${NODES[0]}" "dmindex.cache_policy = dex" "dmindex.cache_size = ${CACHE_KB}kB" \
+    "dmindex.cache_leaf_admission = $LEAF_ADMISSION"
 
 # Two standbys from base backups, each its own instance id and slot.
 for i in 1 2; do
@@ -158,7 +161,7 @@ mkdir -p "$(dirname "$OUT")"
     echo
     echo "Machine: $(nproc) cores, $(awk '/model name/ {sub(/.*: /, ""); print; exit}' /proc/cpuinfo)."
     echo "$ROWS rows, index $REMOTE_BYTES remote bytes, node cache ${CACHE_KB}kB per instance"
-    echo "($CACHE_PCT% of the index), $CLIENTS pgbench client(s) per instance, ${DURATION}s per cell after"
+    echo "($CACHE_PCT% of the index, leaf admission $LEAF_ADMISSION), $CLIENTS pgbench client(s) per instance, ${DURATION}s per cell after"
     echo "${WARMUP}s of warm-up; instance 0 is the primary, 1 and 2 hot standbys (hot_standby_feedback,"
     echo "slots); all share one memnode (shm) on the same host.  With n instances the map has n"
     echo "ranges; routed: instance i is asked only for keys of its range; unrouted: for any key."
