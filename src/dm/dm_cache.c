@@ -45,6 +45,7 @@ typedef struct frame_hdr
 	uint32_t	next;			/* mapping chain, or free stack link */
 	uint32_t	parent;			/* frame it was reached from (for unswizzling) */
 	int32_t		level;
+	uint64_t	stamp;			/* the admitter's value kept with the copy (dm_cache_set_stamp) */
 	/* uint32_t hints[hint_slots] follow, then (64-aligned) the node */
 } frame_hdr;
 
@@ -830,6 +831,20 @@ int
 dm_cache_copy(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
 			  void *buf, uint32_t len, uint32_t *hints, int *level)
 {
+	return dm_cache_copy_stamped(c, f, tag, addr, buf, len, hints, level, NULL);
+}
+
+void
+dm_cache_set_stamp(dm_cache *c, uint32_t f, uint64_t stamp)
+{
+	/* the frame is IO (locked) until admit_finish: no reader sees it yet */
+	FR(c, f)->stamp = stamp;
+}
+
+int
+dm_cache_copy_stamped(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
+					  void *buf, uint32_t len, uint32_t *hints, int *level, uint64_t *stamp)
+{
 	frame_hdr  *h;
 
 	if (f >= c->nframes || len > c->frame_size)
@@ -858,6 +873,8 @@ dm_cache_copy(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
 			for (uint32_t s = 0; s < c->hint_slots; s++)
 				hints[s] = __atomic_load_n(&HINTS(h)[s], __ATOMIC_RELAXED);
 		lvl = h->level;
+		if (stamp)
+			*stamp = __atomic_load_n(&h->stamp, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&h->vlock, __ATOMIC_RELAXED) != v1)
 			continue;
@@ -935,6 +952,7 @@ dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t *existin
 	h->addr = addr;
 	h->parent = DM_FRAME_NONE;
 	h->level = -1;
+	h->stamp = 0;
 	clear_hints(c, h);
 	spin_lock(&b->lock);
 	if ((g = chain_find(c, b, tag, addr)) != DM_FRAME_NONE)

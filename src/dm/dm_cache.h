@@ -118,6 +118,16 @@ extern uint32_t dm_cache_lookup(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32
  */
 extern int	dm_cache_copy(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
 						  void *buf, uint32_t len, uint32_t *hints, int *level);
+/*
+ * A frame's stamp: a 64-bit value its admitter keeps with the copy, read
+ * together with it.  The tree puts there, on a replica, the removal horizon
+ * read with the node (dm_tree_replica.c): a reader of the cached copy must
+ * learn of every removal the copy reflects.  Set between
+ * dm_cache_admit_begin and the finish (0 otherwise).
+ */
+extern void dm_cache_set_stamp(dm_cache *c, uint32_t f, uint64_t stamp);
+extern int	dm_cache_copy_stamped(dm_cache *c, uint32_t f, uint64_t tag, dm_gaddr addr,
+								  void *buf, uint32_t len, uint32_t *hints, int *level, uint64_t *stamp);
 extern uint32_t dm_cache_hint_slots(const dm_cache *c);
 
 /* Remember that child `slot` of the node in frame parent is in frame child. */

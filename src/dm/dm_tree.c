@@ -287,6 +287,18 @@ dm_tree_id(const dm_tree *t)
 	return t->info.tree_id;
 }
 
+dm_client *
+dm_tree_client(const dm_tree *t)
+{
+	return t->c;
+}
+
+uint16_t
+dm_tree_home(const dm_tree *t)
+{
+	return t->home;
+}
+
 void
 dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out)
 {
@@ -400,6 +412,8 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	dm_node_seal(nb);
 	if ((rc = dm_node_alloc(t, dm_tree_place(t, level + 1, dm_gaddr_node(root)), &naddr)) != DM_OK)
 		goto out;
+	/* for replicas' caches, before posting: the writes may land even if a post fails */
+	dm_tree_wlog_add(t, naddr);
 	{
 		/* both fenced: the new root on its memnode, then the root word on the home */
 		dm_op		ops[2];
@@ -436,7 +450,6 @@ grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	{
 		t->root = naddr;
 		t->ctr.root_grows++;
-		dm_tree_wlog_add(t, naddr);
 	}
 	else
 	{
@@ -575,8 +588,9 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				ctx.pframe = frame;
 				ctx.slot = i;
 				ctx.hint = frame != DM_FRAME_NONE ? t->hints[i] : DM_FRAME_NONE;
+				/* (by dm_tree_node_class: a replica's inner nodes are shared, never owned) */
 				stale_suspect = frame != DM_FRAME_NONE &&
-					dm_tree_own_class(t, h->low, h->high) != DM_OWN_OWNED ? addr : 0;
+					dm_tree_node_class(t, h) != DM_OWN_OWNED ? addr : 0;
 				ctx.suspect = stale_suspect;
 
 				/*

@@ -143,6 +143,9 @@ extern int	dm_tree_destroy(dm_tree *t);
 
 extern uint32_t dm_tree_node_size(const dm_tree *t);
 extern uint64_t dm_tree_id(const dm_tree *t);
+/* The client a handle uses, and the memnode holding its catalog entry. */
+extern dm_client *dm_tree_client(const dm_tree *t);
+extern uint16_t dm_tree_home(const dm_tree *t);
 
 /* Single-entry operations.  *existed (may be NULL) tells whether it was there. */
 extern int	dm_tree_insert(dm_tree *t, dm_entry e, int *existed);

@@ -347,6 +347,7 @@ repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 		}
 		dm_op_write(&wops[1], addr + 16, img + 16, dm_node_used_bytes(img) - 16);
 		dm_op_atomic(&wops[2], DM_OP_CAS, addr + 8, ver, NODE_HDR(img)->version);
+		dm_tree_wlog_add(t, addr);	/* before posting: it may land even if the post fails */
 		if ((rc = dm_post(t->c, wops, 3, NULL)) != DM_OK)
 			rc = -rc;
 		else if (dm_tree_fenced_off(t, &wops[0]))
@@ -354,7 +355,6 @@ repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 		else
 		{
 			t->ctr.node_repairs++;
-			dm_tree_wlog_add(t, addr);
 			rc = 1;
 		}
 	}
@@ -493,6 +493,17 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		return dm_tree_fail(t, DM_ERR_INTERNAL, "too many new nodes in one write");
 
 	/*
+	 * For replicas' caches (dm_tree_wlog.c), before anything is posted: a
+	 * batch that times out or is cancelled may still land later, and a node
+	 * logged in vain costs a standby one needless invalidation, while one
+	 * not logged could stay stale there.  New nodes too: their addresses
+	 * may be reused memory a standby has cached.
+	 */
+	dm_tree_wlog_add(t, addr);
+	for (int i = 0; i < nnew; i++)
+		dm_tree_wlog_add(t, new_addrs[i]);
+
+	/*
 	 * New nodes must be in place before the node that makes them reachable.
 	 * Ops to one memnode execute in order, so those on the locked node's
 	 * memnode go into its batch (after the guard: a failed guard writes
@@ -543,13 +554,6 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	{
 		rc = DM_ERR_FENCED;
 		goto fenced;
-	}
-	if (!dm_op_guard_failed(&ops[g]))
-	{
-		/* for replicas' caches (dm_tree_wlog.c); new nodes too: their addresses may be reused */
-		dm_tree_wlog_add(t, addr);
-		for (int i = 0; i < nnew; i++)
-			dm_tree_wlog_add(t, new_addrs[i]);
 	}
 	if (dm_op_guard_failed(&ops[g]))
 	{
@@ -628,10 +632,20 @@ dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 
 		if (f != DM_FRAME_NONE)
 		{
-			int			r = dm_cache_copy(c, f, t->ctag, addr, buf, t->node_size, t->hints, NULL);
+			uint64_t	stamp = 0;
+			int			r = dm_cache_copy_stamped(c, f, t->ctag, addr, buf, t->node_size, t->hints, NULL,
+												  &stamp);
 
 			if (r == DM_CACHE_COPIED)
 			{
+				/*
+				 * A replica learns the removal horizon from every node it
+				 * reads: a cached copy carries the one read with it (its
+				 * admitter's), so a reader of the copy sees every removal
+				 * the copy reflects, as a remote read would show it.
+				 */
+				if (t->replica && stamp > t->horizon_seen)
+					t->horizon_seen = stamp;
 				/* reached through the table: swizzle the parent's pointer again */
 				if (f != hint && ctx.pframe != DM_FRAME_NONE)
 					dm_cache_set_hint(c, ctx.pframe, ctx.slot, f);
@@ -668,6 +682,9 @@ dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 			no_hints(t);
 			return DM_OK;
 		}
+		/* the horizon read with the node (or later) goes with the copy */
+		if (t->replica)
+			dm_cache_set_stamp(c, f, t->horizon_seen);
 		/* an invalidation since `gen` may be for this very node: then do not keep it */
 		admitted = dm_cache_admit_finish_gen(c, f, buf, t->node_size, NODE_HDR(buf)->level,
 											 ctx.pframe, ctx.slot, gen);

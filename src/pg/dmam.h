@@ -194,6 +194,8 @@ extern void dmindex_claim_init(void);	/* GUC, shared memory, keeper worker; from
  * left.
  */
 extern void dmindex_claim_check(struct dm_client *client, uint16 node);
+/* Another running server holds the claim of instance on memnode node. */
+extern bool dmindex_claim_held_by_other(struct dm_client *client, uint16 node, int instance);
 
 /* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
 extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);

@@ -223,6 +223,24 @@ dmindex_claim_check(dm_client *client, uint16 node)
 			 MAX_CLAIM_NODES, node);
 }
 
+/*
+ * Whether another running server holds the claim of `instance` on memnode
+ * node: a holder that is not this server (same host, port and data
+ * directory) and whose lease has not ended.  Errors count as held (the
+ * caller then stays on the safe side).
+ */
+bool
+dmindex_claim_held_by_other(dm_client *client, uint16 node, int instance)
+{
+	dm_claim_state st;
+
+	if (dm_claim_get(client, node, GetSystemIdentifier(), (uint32) instance, &st) != DM_OK)
+		return true;
+	if (st.holder == 0 || st.holder == dm_claim_holder(server_identity ? server_identity : make_identity()))
+		return false;
+	return st.lease_end_s > now_s();
+}
+
 /* ---- the keeper: renews every claim, gives them up at shutdown ---------------------- */
 
 /*

@@ -15,11 +15,9 @@
  *
  *   - the writer word: an epoch and the writing server's identity: the
  *     timeline it writes on, a random server nonce for that timeline (kept
- *     in the data directory, below) and its dmindex.instance_id (only
- *     informative: ranges pass on with it at a takeover; the instance id is
- *     a caching role, not the writer's identity).  Every write batch is
- *     fenced by it, so once a
- *     promoted server has raised the epoch, the old primary, if it still
+ *     in the data directory, below) and its dmindex.instance_id (a claimed
+ *     id, unique among running servers: dmclaim.c).  Every write batch is
+ *     fenced by it, so once a promoted server has raised the epoch, the old primary, if it still
  *     runs, can write nothing more to the tree (its writes fail with 55000).
  *   - the high-water mark: before any remote write (entries at pre-commit
  *     and at early flushes, deletes by VACUUM), the writer raises it to the
@@ -46,19 +44,25 @@
  * RECHECK_MS (each re-reads the writer word at most that often); its writes
  * are refused at once by the fence.
  *
- * The server nonce.  Two servers on one timeline number are either one
- * server (restarted, perhaps with another dmindex.instance_id or port) or
- * split brain (two standbys promoted to the same timeline number, whose
- * WAL differs).  The nonce tells them apart: the first time a server needs
- * its identity on timeline T it draws a random 16-bit number and stores it
- * in the file dmindex_writer.T (hex) in its data directory, created once
- * and atomically (link of a complete temporary file), read by every later
- * backend and after every restart.  A base backup copies the file, but a
- * standby writes only after its promotion, on a new timeline, with a new
- * nonce.  So the same timeline and nonce means the same server: it takes
- * the tree over again under its current identity (a new instance id).  The
- * same timeline with another nonce is another server: it may read, not
- * write.  (Words written before nonces existed have nonce 0: the same
+ * The server nonce.  Another identity on the writer's own timeline number
+ * is this server restarted with another dmindex.instance_id, or split brain
+ * (two standbys promoted to the same timeline number, whose WAL differs),
+ * or a copy of the data directory started as a second primary.  The first
+ * time a server needs its identity on timeline T it draws a random 16-bit
+ * nonce and stores it in the file dmindex_writer.T (hex) in its data
+ * directory, created once and atomically (link of a complete temporary
+ * file), read by every later backend and after every restart.  A standby
+ * made by a base backup writes only after its promotion, on a new
+ * timeline, with a new nonce; so another nonce on the same timeline is
+ * another server: it may read, not write.  The same nonce with another
+ * instance id is this server or a copy of it (the copy has the file too):
+ * it takes the tree over under its new identity only if the old instance
+ * id is claimed by no other running server (a running original holds its
+ * claim) and the tree's high-water mark is within its own WAL; otherwise it
+ * reads and does not write.  A copy started after the original stopped for
+ * good, once it has written more WAL than the original had, is not told
+ * apart: do not run a copy of a primary's data directory against its
+ * memnodes.  (Words written before nonces existed have nonce 0: the same
  * timeline and instance id is taken as this server.)  The identity holds
  * 16 bits of the timeline; timelines past 65535 are refused.
  */
@@ -209,7 +213,7 @@ my_ident(void)
 	return ((uint64) (uint16) dmindex_instance_id << 32) | ((uint64) server_nonce(tli) << 16) | (uint64) tli;
 }
 
-/* Whether writer identity id is this server (maybe under another instance id). */
+/* Whether writer identity id has this server's timeline and nonce (maybe another instance id). */
 static bool
 same_server(uint64 id)
 {
@@ -484,14 +488,26 @@ decide(Relation index, dm_tree *tree)
 				dmindex_tree_error(index, tree, rc);
 			return;
 		}
-		if (same_server(DM_WRITER_IDENT(word)) && DM_WRITER_EPOCH(word) < DM_WRITER_EPOCH_MAX)
+		if (same_server(DM_WRITER_IDENT(word)))
 		{
 			/*
-			 * This server under another identity (restarted with a new
-			 * dmindex.instance_id): everything the tree holds comes from
-			 * its own WAL.  Take the tree over under the new identity; the
-			 * key ranges stay as they are (the operator chose the new id).
+			 * The same timeline and nonce, another instance id: this server
+			 * restarted with a new dmindex.instance_id — or a copy of its
+			 * data directory started as a second primary (the copy has the
+			 * nonce file too).  Take the tree over under the new identity
+			 * only if nothing says it is a copy: the old instance id is
+			 * claimed by no other running server, and the tree depends on
+			 * no WAL beyond ours.  Otherwise read, do not write.  The key
+			 * ranges stay as they are (the operator chose the new id).
 			 */
+			if (DM_WRITER_EPOCH(word) >= DM_WRITER_EPOCH_MAX ||
+				high_water > (uint64) dmindex_wal_insert_end() ||
+				dmindex_claim_held_by_other(dm_tree_client(tree), dm_tree_home(tree),
+											IDENT_INSTANCE(DM_WRITER_IDENT(word))))
+			{
+				dm_tree_writer_refuse(tree);
+				return;
+			}
 			rc = dm_tree_writer_takeover(tree, word, DM_WRITER_MAKE(DM_WRITER_EPOCH(word) + 1, my_ident()),
 										 (uint64) dmindex_wal_insert_end(), &seen);
 			if (rc != DM_OK)
@@ -593,7 +609,7 @@ dmindex_writer_may_free(dm_tree *tree)
 
 	if (RecoveryInProgress() || dm_tree_writer_read(tree, &word, NULL) != DM_OK)
 		return false;
-	if (same_server(DM_WRITER_IDENT(word)))
+	if (DM_WRITER_IDENT(word) == my_ident())
 		return true;
 
 	/*

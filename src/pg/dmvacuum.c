@@ -119,7 +119,11 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	{
 		dm_reclaim_result res;
 
-		if ((rc = dm_tree_reclaim(tree, &res)) != DM_OK)
+		dmindex_wal_before_write();
+		rc = dm_tree_reclaim(tree, &res);
+		/* the nodes it unlinked, marked dead or widened: standbys drop their copies (also after a failure) */
+		dmindex_wal_log_written(index, tree);
+		if (rc != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		/* VACUUM VERBOSE shows remote nodes as "pages" */
 		stats->pages_newly_deleted += (BlockNumber) res.leaves_reclaimed;

@@ -65,10 +65,15 @@ typedef struct xl_dmindex_nodes
 } xl_dmindex_nodes;
 
 /* Shared: whether this postmaster's first "everything" record was written. */
+/* the "everything" record of this server's run: not yet, being logged, logged */
+#define ALL_NOT_LOGGED	0
+#define ALL_LOGGING		1
+#define ALL_LOGGED		2
+
 typedef struct WalShared
 {
 	slock_t		mutex;
-	bool		all_logged;
+	int			all_state;
 } WalShared;
 
 static WalShared *wal_shared = NULL;
@@ -153,16 +158,35 @@ static RmgrData dmindex_rmgr = {
 
 /* ---- logging (the primary) ------------------------------------------------------------ */
 
+/*
+ * Log the "everything" record once per run of the server, before its first
+ * remote write.  No backend may write before that record is in the WAL
+ * (else a standby could replay its commit while still holding copies the
+ * record is meant to drop): the others wait while one logs it.
+ */
 static void
 log_all_once(void)
 {
-	bool		todo;
+	for (;;)
+	{
+		int			state;
 
-	SpinLockAcquire(&wal_shared->mutex);
-	todo = !wal_shared->all_logged;
-	wal_shared->all_logged = true;
-	SpinLockRelease(&wal_shared->mutex);
-	if (todo)
+		SpinLockAcquire(&wal_shared->mutex);
+		state = wal_shared->all_state;
+		if (state == ALL_NOT_LOGGED)
+			wal_shared->all_state = ALL_LOGGING;
+		SpinLockRelease(&wal_shared->mutex);
+		if (state == ALL_LOGGED)
+			return;
+		if (state == ALL_LOGGING)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(1000L);
+			continue;
+		}
+		break;					/* ours to log */
+	}
+	PG_TRY();
 	{
 		char		dummy = 0;
 
@@ -177,12 +201,23 @@ log_all_once(void)
 		XLogRegisterData(&dummy, 1);
 		(void) XLogInsert(DMINDEX_RMGR_ID, XLOG_DMINDEX_ALL);
 	}
+	PG_CATCH();
+	{
+		SpinLockAcquire(&wal_shared->mutex);
+		wal_shared->all_state = ALL_NOT_LOGGED;
+		SpinLockRelease(&wal_shared->mutex);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	SpinLockAcquire(&wal_shared->mutex);
+	wal_shared->all_state = ALL_LOGGED;
+	SpinLockRelease(&wal_shared->mutex);
 }
 
 void
 dmindex_wal_before_write(void)
 {
-	if (wal_shared && XLogStandbyInfoActive() && !wal_shared->all_logged)
+	if (wal_shared && XLogStandbyInfoActive() && wal_shared->all_state != ALL_LOGGED)
 		log_all_once();
 }
 
@@ -243,7 +278,7 @@ wal_shmem_startup(void)
 	{
 		/* also after a crash restart of the backends: their writes since the last record may be unlogged */
 		SpinLockInit(&wal_shared->mutex);
-		wal_shared->all_logged = false;
+		wal_shared->all_state = ALL_NOT_LOGGED;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

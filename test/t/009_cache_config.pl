@@ -131,5 +131,33 @@ is(dmindex_check($node, 'postgres', 't0_v'), '4004|4003|t',
 	'with its own nonce back the server writes again and the index passes dmindex_check');
 $node->stop;
 
+# A copy of a primary's data directory started as a second primary (not a
+# standby: no standby.signal) has the same timeline and nonce file.  With
+# another instance id, while the original runs and holds its claim, it may
+# read the index but not write it: its heap is not the original's.
+my $orig = new_dmindex_node('orig', [$mn], init => { allows_streaming => 1 });
+$orig->safe_psql('postgres', q{
+	CREATE TABLE c (v int8);
+	INSERT INTO c SELECT g FROM generate_series(1, 2000) g;
+	CREATE INDEX c_v ON c USING dmindex (v);
+	INSERT INTO c VALUES (5000);
+});
+ok(-f $orig->data_dir . '/dmindex_writer.1', 'the original has its writer nonce');
+$orig->backup('copy_backup');
+my $copy = PostgreSQL::Test::Cluster->new('copy');
+$copy->init_from_backup($orig, 'copy_backup');
+$copy->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
+$copy->start;
+is($copy->safe_psql('postgres', 'SET enable_seqscan = off; SELECT count(*) FROM c WHERE v BETWEEN 100 AND 5000'),
+	'1902', 'the copy reads the index');
+($state, $err) = query_sqlstate($copy, 'postgres', 'INSERT INTO c VALUES (5001)');
+is($state, '55000', 'the copy, same timeline and nonce but another instance id, may not write (55000)');
+$orig->safe_psql('postgres', 'INSERT INTO c VALUES (5002)');
+is($orig->safe_psql('postgres', 'SET enable_seqscan = off; SELECT count(*) FROM c WHERE v >= 5000'),
+	'2', 'the original still writes');
+is(dmindex_check($orig, 'postgres', 'c_v'), '2002|2002|t', 'and its index passes dmindex_check');
+$copy->stop;
+$orig->stop;
+
 is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
 done_testing();
