@@ -367,8 +367,15 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 		return DM_OK;
 	if ((rc = dm_node_wlock(t, aaddr, 0, DM_FETCH_CTX_NONE, abuf, &wa)) != DM_OK)
 		return rc;
+	/*
+	 * With several writers (each owning its key ranges and writing owned
+	 * nodes without the remote lock), only B of our own ranges, and A not
+	 * wholly another's, may be changed here.  The only writer (single-writer
+	 * mode, a PostgreSQL primary) writes every node under the lock its
+	 * class needs: any empty leaf is its to reclaim.
+	 */
 	if (ah->level != 0 || (ah->flags & DM_NODE_DEAD) || ah->right != baddr ||
-		dm_tree_own_class(t, ah->low, ah->high) == DM_OWN_FOREIGN)
+		(!t->write_any && dm_tree_own_class(t, ah->low, ah->high) == DM_OWN_FOREIGN))
 	{
 		release(t, &wa, abuf);
 		return DM_OK;
@@ -380,7 +387,7 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 	}
 	if (bh->level != 0 || (bh->flags & DM_NODE_DEAD) || bh->count != 0 ||
 		dm_entry_cmp(bh->low, ah->high) != 0 ||
-		dm_tree_own_class(t, bh->low, bh->high) != DM_OWN_OWNED)
+		(!t->write_any && dm_tree_own_class(t, bh->low, bh->high) != DM_OWN_OWNED))
 		goto skip;
 	if ((rc = dm_node_wlock(t, paddr, 1, DM_FETCH_CTX_NONE, pbuf, &wp)) != DM_OK)
 		goto fail;

@@ -224,6 +224,41 @@ ok($st->{invalidations} > 0, "with invalidations from the primary's WAL ($st->{i
 like(dmindex_check($s1, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/, 'dmindex_check(idx, true) on the standby');
 like(dmindex_check($primary, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/, 'dmindex_check(idx, true) on the primary');
 
+# ---- reclaimed leaves ----------------------------------------------------------------------
+# VACUUM takes emptied leaves out of the tree (parent loses the downlink,
+# the leaf is marked dead, its left neighbour takes its range): the standby
+# must drop its copies of all three, or its cached parent leads to a dead
+# leaf (descents that never converge) or its cached empty leaf hides keys
+# the primary later inserts into the widened neighbour.
+
+my $band = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 78000 AND 92000";
+# warm the standby's cache on the band (its leaves and the inner nodes above them)
+sql($s1, 'postgres', "$idx_only SELECT sum((SELECT count(*) FROM t WHERE k = 78000 + g)) FROM generate_series(0, 14000, 3) g")
+  for 1 .. 2;
+$primary->safe_psql('postgres', 'DELETE FROM t WHERE k BETWEEN 80000 AND 90000');
+# the standby's feedback (hot_standby_feedback) holds the rows until it reports a newer xmin
+my $reclaimed = 0;
+for (1 .. 30)
+{
+	$primary->wait_for_catchup($s1, 'replay');
+	my ($vret, $vout, $verr) = $primary->psql('postgres', 'VACUUM (VERBOSE) t');
+	$reclaimed += $1 while $verr =~ /index "t_k_dm": pages: \d+ in total, (\d+) newly deleted/g;
+	last if $reclaimed > 0;
+	sleep 1;
+}
+cmp_ok($reclaimed, '>', 0, "the primary's VACUUM reclaimed emptied leaves ($reclaimed)");
+$primary->wait_for_catchup($s1, 'replay');
+($i, $s) = both($s1, $band);
+is($i, $s, "after the reclaim: standby index over the band = its seqscan ($s)");
+$primary->safe_psql('postgres',
+	"INSERT INTO t (k, pad) SELECT 80000 + (g * 31) % 10000, 'back' FROM generate_series(1, 2000) g");
+$primary->wait_for_catchup($s1, 'replay');
+($i, $s) = both($s1, $band);
+is($i, $s, "keys inserted again where leaves were reclaimed: standby index = its seqscan ($s)");
+($i, $s) = both($s1, "SELECT string_agg(c::text, ',') FROM (SELECT (SELECT count(*) FROM t WHERE k = 80000 + g * 17) c FROM generate_series(0, 588) g) x");
+is($i, $s, 'point lookups there = seqscan');
+like(dmindex_check($s1, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/, 'dmindex_check(idx, true) on the standby after the reclaim');
+
 $s1->stop;
 $primary->stop;
 is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
