@@ -7,7 +7,7 @@
 #
 # Run from anywhere (it changes to the repository root, where the tests
 # find build/dmindex-memnode); build first with `make standalone`.  Each
-# binary gets a timeout (C_TEST_TIMEOUT seconds, default 300).  A crash, a
+# binary gets a timeout (C_TEST_TIMEOUT seconds, default 900: the longest, the tree concurrency test, takes 3-5 min on an idle 2-core machine).  A crash, a
 # timeout, a non-zero exit without a failed test, or a missing or wrong
 # "1..N" plan counts as one failure.  Output of each binary is kept in
 # build/test/logs/NAME.tap (stdout) and NAME.log (stderr: memnode logs).
@@ -17,7 +17,7 @@
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
-timeout_s=${C_TEST_TIMEOUT:-300}
+timeout_s=${C_TEST_TIMEOUT:-900}
 AUTH_VARIANTS="test_robust"
 logdir=build/test/logs
 mkdir -p "$logdir"
