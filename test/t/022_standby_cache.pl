@@ -259,6 +259,49 @@ is($i, $s, "keys inserted again where leaves were reclaimed: standby index = its
 is($i, $s, 'point lookups there = seqscan');
 like(dmindex_check($s1, 'postgres', 't_k_dm', 1), qr/^\d+\|\d+\|t$/, 'dmindex_check(idx, true) on the standby after the reclaim');
 
+# ---- a cached leaf carries its removal horizon -----------------------------------------------
+# Without feedback the primary's VACUUM may remove entries an old standby
+# snapshot still needs; the standby learns so from the removal horizon it
+# reads with every node, and cancels the query (40001).  A leaf admitted to
+# the cache by one session after such a removal (replay held back, so the
+# invalidation has not come yet) must carry that horizon to the sessions
+# that read it from the cache: else an old snapshot silently misses rows.
+
+$s1->append_conf('postgresql.conf', "hot_standby_feedback = off\nmax_standby_streaming_delay = -1\n");
+$s1->restart;					# (an empty cache: the leaf below is admitted after the removal)
+$primary->poll_query_until('postgres', "SELECT xmin IS NULL FROM pg_replication_slots WHERE slot_name = 's1'")
+  or die 'the slot keeps an xmin';
+$primary->wait_for_catchup($s1, 'replay');
+my $key = $primary->safe_psql('postgres',
+	'SELECT k FROM t WHERE k BETWEEN 60000 AND 70000 GROUP BY k HAVING count(*) >= 1 ORDER BY k LIMIT 1');
+my $q_key = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k = $key";
+my $old = $s1->background_psql('postgres', on_error_stop => 0);
+$old->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+my $ref = $old->query_safe("$seq_only $q_key");
+ok($ref !~ /^0\|/, "an old standby snapshot sees the rows of key $key ($ref)");
+$s1->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+$primary->safe_psql('postgres', "DELETE FROM t WHERE k = $key");
+$primary->safe_psql('postgres', 'VACUUM t');
+# another session reads the leaf remotely after the removal and admits it (it may be cancelled itself)
+query_sqlstate($s1, 'postgres', "$idx_only $q_key");
+my $got = $old->query("\\set VERBOSITY verbose\n$idx_only $q_key");
+my $err = $old->{stderr};
+if ($err =~ /ERROR:\s+40001: canceling statement due to conflict with recovery/)
+{
+	pass('the old snapshot reading the cached leaf is cancelled with 40001');
+}
+else
+{
+	is($got, $ref, 'the old snapshot reading the cached leaf gets its seqscan\'s answer');
+}
+note "old snapshot through the cache: ($got) $err";
+$old->query('ROLLBACK');
+$old->quit;
+$s1->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+$primary->wait_for_catchup($s1, 'replay');
+($i, $s) = both($s1, $q_key);
+is($i, $s, "after replay: key $key through the index = seqscan ($s)");
+
 $s1->stop;
 $primary->stop;
 is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
