@@ -279,6 +279,8 @@ my $old = $s1->background_psql('postgres', on_error_stop => 0);
 $old->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 my $ref = $old->query_safe("$seq_only $q_key");
 ok($ref !~ /^0\|/, "an old standby snapshot sees the rows of key $key ($ref)");
+# the old session opens the index now (its handle learns the horizon of this moment)
+$old->query_safe("$idx_only SELECT count(*) FROM t WHERE k > 99000");
 $s1->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 $primary->safe_psql('postgres', "DELETE FROM t WHERE k = $key");
 $primary->safe_psql('postgres', 'VACUUM t');
