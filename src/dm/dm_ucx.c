@@ -33,6 +33,7 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -205,6 +206,8 @@ dm_ucx_client_free(dm_client *c)
 	c->ucx_worker = NULL;
 }
 
+static int	control_closed(dm_conn *cn, int timeout_ms);
+
 /*
  * Wait for req until the deadline: poll the worker for spin_us, then sleep
  * on its wake-up fd through the client's wait callback.
@@ -248,10 +251,19 @@ wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *wh
 			}
 			else
 			{
-				struct pollfd p = {.fd = c->ucx_efd, .events = POLLIN};
+				/* the control socket too: it is how a dead memnode shows */
+				struct pollfd p[2] = {{.fd = c->ucx_efd, .events = POLLIN}, {.fd = cn->fd, .events = POLLIN}};
 
-				poll(&p, 1, ms);
+				poll(p, cn->fd >= 0 ? 2 : 1, ms);
 			}
+		}
+		else
+			sched_yield();		/* events pending: progress again, but let others run */
+		/* transports without (prompt) peer failure reports: the control socket tells */
+		if (control_closed(cn, 0))
+		{
+			U.ucp_request_free(req);
+			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
 		}
 	}
 	U.ucp_request_free(req);
@@ -347,50 +359,81 @@ atomic(dm_conn *cn, dm_op *op, uint64_t off)
 	}
 }
 
-/* Read the superblock's words that change (state, heartbeat, incarnation) and judge them. */
+/* Has the memnode hung up the control connection?  (No request is outstanding on it.) */
 static int
-check_alive(dm_client *c, dm_conn *cn, int force)
+control_closed(dm_conn *cn, int timeout_ms)
 {
-	uint64_t	now = dm_mono_ns();
-	uint64_t	words[2], inc;
-	void	   *reqs[2];
-	int			nreq = 0, rc;
 	struct pollfd pfd = {.fd = cn->fd, .events = POLLIN};
 
-	if (!force && now - cn->ucx_checked_ns < LIVENESS_EVERY_NS)
-		return DM_OK;
-	/* no request is outstanding on the control socket: readable means hung up */
-	if (cn->fd >= 0 && poll(&pfd, 1, 0) > 0 && pfd.revents != 0)
-		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+	return cn->fd >= 0 && poll(&pfd, 1, timeout_ms) > 0 && pfd.revents != 0;
+}
+
+/* The superblock's words that change: state, heartbeat (adjacent), incarnation. */
+static int
+read_sb_words(dm_client *c, dm_conn *cn, uint64_t words[2], uint64_t *inc)
+{
+	void	   *reqs[2];
+	int			nreq = 0, rc;
+
 	_Static_assert(offsetof(dm_superblock, heartbeat_ns) == offsetof(dm_superblock, state) + 8,
 				   "state and heartbeat are adjacent");
 	if ((rc = track(c, cn, get(cn, words, offsetof(dm_superblock, state), 16), reqs, &nreq, "a liveness read")) != DM_OK ||
-		(rc = track(c, cn, get(cn, &inc, offsetof(dm_superblock, incarnation), 8), reqs, &nreq, "a liveness read")) != DM_OK ||
+		(rc = track(c, cn, get(cn, inc, offsetof(dm_superblock, incarnation), 8), reqs, &nreq, "a liveness read")) != DM_OK ||
 		(rc = wait_all(c, cn, reqs, &nreq, dm_deadline(c->opts.op_timeout_ms))) != DM_OK)
 	{
 		for (int i = 0; i < nreq; i++)
 			U.ucp_request_free(reqs[i]);
 		return rc;
 	}
-	now = dm_mono_ns();
-	cn->ucx_checked_ns = now;
-	if (words[0] == DM_SB_REPLACED || inc != cn->incarnation)
-		return dm_fail(c, cn, DM_ERR_INCARNATION, "memnode was restarted: region contents are gone");
-	if (words[0] == DM_SB_RECOVERING)
-		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode is reattaching to its region");
-	if (words[0] != DM_SB_LIVE)
-		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
-	/* the memnode's clock is not ours (another host): watch the heartbeat change */
-	if (words[1] != cn->ucx_hb)
-	{
-		cn->ucx_hb = words[1];
-		cn->ucx_hb_seen_ns = now;
-	}
-	else if (now - cn->ucx_hb_seen_ns >
-			 (uint64_t) (c->opts.op_timeout_ms > 500 ? c->opts.op_timeout_ms : 500) * 1000000u)
-		return dm_fail(c, cn, DM_ERR_TIMEOUT, "memnode has not shown a heartbeat for %llu ms",
-					   (unsigned long long) ((now - cn->ucx_hb_seen_ns) / 1000000u));
 	return DM_OK;
+}
+
+/*
+ * Judge the memnode's liveness (at most every LIVENESS_EVERY_NS unless
+ * forced).  The memnode beats every 50 ms; its clock is not ours (another
+ * host), so we watch the value change.  A heartbeat quiet for 150 ms is
+ * waited for, up to op_timeout, as tcp waits for a reply: a stopped
+ * memnode is a timeout, a dead one (control socket closed) CLOSED.
+ */
+static int
+check_alive(dm_client *c, dm_conn *cn, int force)
+{
+	uint64_t	now = dm_mono_ns();
+	uint64_t	words[2], inc, deadline = 0;
+	int			rc;
+
+	if (!force && now - cn->ucx_checked_ns < LIVENESS_EVERY_NS)
+		return DM_OK;
+	for (;;)
+	{
+		if (control_closed(cn, 0))
+			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+		if ((rc = read_sb_words(c, cn, words, &inc)) != DM_OK)
+			return rc;
+		now = dm_mono_ns();
+		cn->ucx_checked_ns = now;
+		if (words[0] == DM_SB_REPLACED || inc != cn->incarnation)
+			return dm_fail(c, cn, DM_ERR_INCARNATION, "memnode was restarted: region contents are gone");
+		if (words[0] == DM_SB_RECOVERING)
+			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode is reattaching to its region");
+		if (words[0] != DM_SB_LIVE)
+			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
+		if (words[1] != cn->ucx_hb)
+		{
+			cn->ucx_hb = words[1];
+			cn->ucx_hb_seen_ns = now;
+			return DM_OK;
+		}
+		if (now - cn->ucx_hb_seen_ns < 150000000u)
+			return DM_OK;
+		if (deadline == 0)
+			deadline = now + (uint64_t) c->opts.op_timeout_ms * 1000000u;
+		if (now >= deadline)
+			return dm_fail(c, cn, DM_ERR_TIMEOUT, "memnode has not shown a heartbeat for %llu ms",
+						   (unsigned long long) ((now - cn->ucx_hb_seen_ns) / 1000000u));
+		if (control_closed(cn, 5))
+			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+	}
 }
 
 int
