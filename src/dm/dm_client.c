@@ -810,7 +810,10 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		return rc;
 
 	/* send every tcp frame first, so the memnodes work in parallel */
-	deadline = dm_deadline(c->opts.op_timeout_ms);
+	deadline = 0;
+	for (int t = 0; t < ntouched && deadline == 0; t++)
+		if (touched[t]->backend == DM_BACKEND_TCP)
+			deadline = dm_deadline(c->opts.op_timeout_ms);	/* only tcp waits here */
 	for (int t = 0; t < ntouched; t++)
 		sent[t] = 0;			/* all of them: the loop below may stop early */
 	for (int t = 0; t < ntouched; t++)
