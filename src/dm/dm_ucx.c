@@ -97,6 +97,28 @@ dm_ucx_load(void)
 	return rc == DM_OK ? NULL : ucx_load_err;
 }
 
+/*
+ * UCX 1.13's shared-memory transports cannot report a peer's failure, and
+ * asking for it logs an error per process: with UCX_TLS naming only those,
+ * don't ask (the liveness check covers them).  Otherwise ask, and fall back.
+ */
+static int
+tls_only_shared_memory(void)
+{
+	const char *tls = getenv("UCX_TLS");
+	char		buf[256], *save = NULL;
+
+	if (tls == NULL || tls[0] == '\0' || tls[0] == '^' || strlen(tls) >= sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", tls);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (strcmp(t, "sm") != 0 && strcmp(t, "shm") != 0 && strcmp(t, "posix") != 0 &&
+			strcmp(t, "sysv") != 0 && strcmp(t, "cma") != 0 && strcmp(t, "knem") != 0 &&
+			strcmp(t, "xpmem") != 0 && strcmp(t, "self") != 0)
+			return 0;
+	return 1;
+}
+
 /* Load UCX and create this process's context; NULL with a reason on failure. */
 static ucp_context_h
 ucx_context(void)
@@ -135,6 +157,7 @@ ucx_context(void)
 			snprintf(ucx_load_err, sizeof(ucx_load_err), "cannot initialise UCX: %s", U.ucs_status_string(st));
 		}
 		ucx_pid = getpid();
+		no_peer_mode = tls_only_shared_memory();
 	}
 	ctx = ucx_ctx;
 	pthread_mutex_unlock(&ucx_lock);
