@@ -242,9 +242,9 @@ static const char *const dist_names[] = {"-", "uniform", "zipf", "latest"};
 
 enum
 {
-	TR_TCP = 0, TR_SHM = 1
+	TR_TCP = 0, TR_SHM = 1, TR_UCX = 2
 };
-static const char *const transport_names[] = {"tcp", "shm"};
+static const char *const transport_names[] = {"tcp", "shm", "ucx"};
 
 /* ---- shared state (one MAP_SHARED mapping made before any fork) ------------ */
 
@@ -294,7 +294,7 @@ sample_slot(int client, int kind)
 
 static const char *memnode_addrs[MAX_MEMNODES];
 static int	nmemnode_addrs;
-static int	transports[2];
+static int	transports[3];
 static int	ntransports;
 static int	nclients = 2;
 static uint64_t n_entries = 1000000;
@@ -737,7 +737,8 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	w.rng = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) getpid() << 20) ^ mono_ns();
 
 	memset(&opts, 0, sizeof(opts));
-	opts.backend = transport == TR_SHM ? DM_BACKEND_SHM : DM_BACKEND_TCP;
+	opts.backend = transport == TR_SHM ? DM_BACKEND_SHM :
+		transport == TR_UCX ? DM_BACKEND_UCX : DM_BACKEND_TCP;
 	opts.name = "dmbench";
 	w.c = dm_client_create(&opts);
 	if (!w.c)
@@ -2470,7 +2471,8 @@ usage(FILE *f)
 			"                        default: start build/dmindex-memnode --shm here\n"
 			"  --region-size SIZE    region of the memnode started here (default 2G)\n"
 			"  --memnode-threads N   its worker threads (default 2)\n"
-			"  --transport LIST      tcp, shm or tcp,shm (default shm); each gets a fresh tree\n"
+			"  --transport LIST      tcp, shm, ucx or a list (tcp,shm); each gets a fresh tree;\n"
+			"                        ucx: the memnode started here also gets --ucx (UCX_TLS picks UCX's transport)\n"
 			"  --clients N           client processes (default 2, at most %d)\n"
 			"  --entries N           keys bulk-loaded before the workloads (default 1000000; K/M suffixes)\n"
 			"  --fillfactor P        bulk-load fill factor, 10..100 (default 90, as btree leaves)\n"
@@ -2583,9 +2585,11 @@ add_transport(const char *s, size_t n)
 		tr = TR_TCP;
 	else if (n == 3 && strncmp(s, "shm", 3) == 0)
 		tr = TR_SHM;
+	else if (n == 3 && strncmp(s, "ucx", 3) == 0)
+		tr = TR_UCX;
 	else
 		return -1;
-	if (ntransports >= 2)
+	if (ntransports >= 3)
 		return -1;
 	transports[ntransports++] = tr;
 	return 0;
@@ -2716,7 +2720,7 @@ main(int argc, char **argv)
 			ntransports = 0;
 			if (parse_list(argv[++i], add_transport) != 0)
 			{
-				fprintf(stderr, "dmbench: bad --transport %s (tcp, shm or tcp,shm)\n", v);
+				fprintf(stderr, "dmbench: bad --transport %s (tcp, shm, ucx or a list)\n", v);
 				return 2;
 			}
 		}
@@ -2956,6 +2960,12 @@ main(int argc, char **argv)
 		find_memnode_binary();
 		snprintf(threads_buf, sizeof(threads_buf), "%d", memnode_threads);
 		memnode_args[na++] = "--shm";
+		for (int t = 0; t < ntransports; t++)
+			if (transports[t] == TR_UCX)
+			{
+				memnode_args[na++] = "--ucx";
+				break;
+			}
 		memnode_args[na++] = "--size";
 		memnode_args[na++] = region_size;
 		memnode_args[na++] = "--threads";

@@ -107,9 +107,9 @@ static const char *const op_names[OP_COUNT] = {
 /* Backend column; BK_SOCKET is the ping-pong baseline. */
 enum
 {
-	BK_SOCKET = 0, BK_TCP = 1, BK_SHM = 2
+	BK_SOCKET = 0, BK_TCP = 1, BK_SHM = 2, BK_UCX = 3
 };
-static const char *const backend_names[] = {"socket", "tcp", "shm"};
+static const char *const backend_names[] = {"socket", "tcp", "shm", "ucx"};
 
 /* What one client process reports back (lives in the shared mapping). */
 typedef struct child_result
@@ -163,6 +163,7 @@ static dm_gaddr chunk_base;		/* the chunk all cells read and CAS in */
 static uint64_t chunk_size;
 static uint64_t owner_id;
 static int	with_auth;			/* --auth */
+static int	with_ucx;			/* --transport ucx: ucx rows instead of shm, memnode with --ucx */
 static dm_tree_name auth_tree;	/* with --auth: the chunk's owner */
 
 /* With --auth, every client is tenant-a. */
@@ -544,7 +545,8 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 		uint16_t	node;
 
 		memset(&opts, 0, sizeof(opts));
-		opts.backend = backend == BK_SHM ? DM_BACKEND_SHM : DM_BACKEND_TCP;
+		opts.backend = backend == BK_SHM ? DM_BACKEND_SHM :
+			backend == BK_UCX ? DM_BACKEND_UCX : DM_BACKEND_TCP;
 		opts.name = "dmbench_transport";
 		apply_auth(&opts);
 		w->c = dm_client_create(&opts);
@@ -1172,7 +1174,10 @@ usage(FILE *f)
 			"  --quick              0.5 s per cell (CI smoke run)\n"
 			"  --out FILE           also write the markdown table to FILE\n"
 			"  --pin CPU            run every process (and a memnode started here) on CPU\n"
-			"  --auth               memnode with --auth-file, clients authenticated (isolation checks on)\n");
+			"  --auth               memnode with --auth-file, clients authenticated (isolation checks on)\n"
+			"  --transport ucx      ucx rows instead of shm: the memnode started here gets --ucx and no\n"
+			"                       --shm (an anonymous region, allocated by ucp_mem_map); UCX_TLS picks\n"
+			"                       UCX's transport (bench/run-transport-bench.sh runs tcp and posix)\n");
 }
 
 /*
@@ -1241,6 +1246,16 @@ main(int argc, char **argv)
 		}
 		else if (strcmp(argv[i], "--auth") == 0)
 			with_auth = 1;
+		else if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc)
+		{
+			if (strcmp(argv[++i], "ucx") == 0)
+				with_ucx = 1;
+			else if (strcmp(argv[i], "shm") != 0)
+			{
+				fprintf(stderr, "dmbench_transport: bad --transport %s (shm or ucx)\n", argv[i]);
+				return 2;
+			}
+		}
 		else if (strcmp(argv[i], "--quick") == 0)
 			duration_s = 0.5;
 		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
@@ -1317,6 +1332,8 @@ main(int argc, char **argv)
 			memnode_args[5] = "--auth-file";
 			memnode_args[6] = test_auth_file();
 		}
+		if (with_ucx)
+			memnode_args[0] = "--ucx";	/* anonymous region: one-sided over UCX shared memory */
 		if (memnode_start(&mp, 0, (const char *const *) memnode_args) != 0)
 		{
 			fprintf(stderr, "dmbench_transport: could not start a memnode "
@@ -1336,7 +1353,7 @@ main(int argc, char **argv)
 		stop_echo_server();
 		return 1;
 	}
-	shm_ok = probe_shm(shm_err, sizeof(shm_err)) == DM_OK;
+	shm_ok = with_ucx || probe_shm(shm_err, sizeof(shm_err)) == DM_OK;
 	clk = clock_overhead_ns();
 
 	fprintf(stderr, "dmbench_transport: memnode %s%s, %.2f s per cell, warm-up %.2f s%s%s\n",
@@ -1362,7 +1379,7 @@ main(int argc, char **argv)
 
 				memset(ce, 0, sizeof(*ce));
 				ce->op = op;
-				ce->backend = bk;
+				ce->backend = bk == BK_SHM && with_ucx ? BK_UCX : bk;
 				ce->nclients = nc;
 			}
 
@@ -1391,7 +1408,12 @@ main(int argc, char **argv)
 					 "- %.2f s measured per cell after %.2f s warm-up; memnode %s%s.\n",
 					 duration_s, warmup_s, started_memnode ? "started with " : "at ",
 					 started_memnode ? (with_auth ? "`--shm --size 256M --threads 2 --auth-file FILE`" :
+										with_ucx ? "`--ucx --size 256M --threads 2`" :
 										"`--shm --size 256M --threads 2`") : memnode_addr);
+	if (with_ucx)
+		nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
+						 "- --transport ucx: ucx rows (UCX_TLS=%s) in place of shm rows.\n",
+						 getenv("UCX_TLS") ? getenv("UCX_TLS") : "(all)");
 	if (with_auth)
 		nlen += snprintf(notes + nlen, sizeof(notes) - nlen,
 						 "- --auth: clients authenticated as tenant-a; every op is checked against its owner.\n");

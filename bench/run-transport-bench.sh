@@ -9,8 +9,15 @@
 #      another, idle CPU can cost ~50 µs, so one-client tcp numbers of run 1
 #      swing between ~6 and ~60 µs with the scheduler's placement; run 2
 #      shows the protocol's own cost.
-# Extra arguments are passed to both runs (e.g. --quick) and are recorded.
-# Takes about 90 s on 2 cores.
+#   3. the ucx transport (--transport ucx --pin 0 --duration 1), once with
+#      UCX_TLS=tcp (get and atomics emulated by the memnode's worker) and
+#      once with UCX_TLS=posix (one-sided shared memory: the memnode's region
+#      comes from ucp_mem_map ALLOCATE), each next to ucx_perftest's median
+#      latency for the same operation on the same UCX transport (ucp_get
+#      8 B and 1 KiB, ucp_cswap 8 B; not pinned: both sides busy-poll, so on
+#      one CPU over tcp each op would wait for a time slice).
+# Extra arguments are passed to the dmbench_transport runs (e.g. --quick)
+# and are recorded.  Takes about 3 minutes on 2 cores.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -25,7 +32,20 @@ out="bench/results/transport-${day}.md"
 mkdir -p bench/results
 t1=$(mktemp)
 t2=$(mktemp)
-trap 'rm -f "$t1" "$t2"' EXIT
+t3=$(mktemp)
+t4=$(mktemp)
+trap 'rm -f "$t1" "$t2" "$t3" "$t4"' EXIT
+
+# ucx_perftest's median ("typical") latency in µs for test $2, size $3, UCX_TLS=$1
+perftest_lat() {
+	local port=$((20000 + RANDOM % 20000)) out
+	UCX_TLS=$1 timeout 60 ucx_perftest -p "$port" >/dev/null 2>&1 &
+	sleep 2
+	out=$(UCX_TLS=$1 timeout 60 ucx_perftest 127.0.0.1 -p "$port" -t "$2" -s "$3" -n 20000 2>/dev/null |
+		awk '/^Final:/ { print $3 }')
+	wait || true
+	echo "${out:-failed}"
+}
 
 model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n1)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -37,6 +57,16 @@ echo "== run 1: default settings" >&2
 build/bench/dmbench_transport --out "$t1" "$@"
 echo "== run 2: all processes on CPU 0" >&2
 build/bench/dmbench_transport --pin 0 --duration 1 --out "$t2" "$@"
+
+echo "== run 3: ucx over UCX_TLS=tcp" >&2
+UCX_TLS=tcp build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --out "$t3" "$@"
+echo "== run 4: ucx over UCX_TLS=posix" >&2
+UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --out "$t4" "$@"
+echo "== ucx_perftest" >&2
+perf=""
+for tls in tcp posix; do
+	perf+="| ${tls} | $(perftest_lat "$tls" ucp_get 8) | $(perftest_lat "$tls" ucp_get 1024) | $(perftest_lat "$tls" ucp_cswap 8) |"$'\n'
+done
 
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 args=${*:+ $*}
@@ -61,5 +91,26 @@ args=${*:+ $*}
 	echo "\`build/bench/dmbench_transport --pin 0 --duration 1 --out FILE${args}\`"
 	echo
 	cat "$t2"
+	echo
+	echo "## ucx transport, UCX_TLS=tcp (all processes on CPU 0)"
+	echo
+	echo "\`UCX_TLS=tcp build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --out FILE${args}\`"
+	echo
+	cat "$t3"
+	echo
+	echo "## ucx transport, UCX_TLS=posix (all processes on CPU 0)"
+	echo
+	echo "\`UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --out FILE${args}\`"
+	echo
+	cat "$t4"
+	echo
+	echo "## ucx_perftest, same operations and transports (median µs, not pinned)"
+	echo
+	echo "\`UCX_TLS=TLS ucx_perftest 127.0.0.1 -t TEST -s SIZE -n 20000\` against \`ucx_perftest\` (server); \"typical\" latency."
+	echo "Compare with the ucx rows above (READ 8 B, READ 1 KiB, CAS 8 B; those include one clock read)."
+	echo
+	echo "| UCX_TLS | ucp_get 8 B | ucp_get 1 KiB | ucp_cswap 8 B |"
+	echo "|---|---:|---:|---:|"
+	printf '%s' "$perf"
 } >"$out"
 echo "wrote $out"

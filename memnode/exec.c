@@ -401,6 +401,17 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 				fill_stats((dm_node_stats *) rep);
 				replen = sizeof(dm_node_stats);
 				break;
+			case DM_RPC_UCX_ATTACH:
+				/* handshaken (authenticated) by now: the rkey may be handed out */
+				_Static_assert(sizeof(dm_rpc_ucx_rep) + DM_UCX_BLOB_MAX <= sizeof(rep), "UCX attach fits a reply");
+				if (mn.ucx_blob == NULL)
+					status = DM_ERR_NOSHM;
+				else
+				{
+					memcpy(rep, mn.ucx_blob, mn.ucx_blob_len);
+					replen = mn.ucx_blob_len;
+				}
+				break;
 			default:
 				{
 					dm_rpc_u64	u;

@@ -66,6 +66,12 @@ usage(FILE *f)
 			"                           co-located clients map (must run as their user)\n"
 			"  --shm-path PATH          the file to export (default\n"
 			"                           /dev/shm/dmindex-memnode-PORT)\n"
+			"  --ucx                    also export the region through UCX (one-sided get,\n"
+			"                           put and atomics over RDMA verbs, UCX tcp or shared\n"
+			"                           memory; UCX_TLS picks the transports); clients get\n"
+			"                           its rkey only after the handshake (and --auth-file)\n"
+			"  --transports LIST        the same as flags: tcp (always), shm, ucx, e.g.\n"
+			"                           --transports tcp,ucx\n"
 			"  --region-file PATH       keep the region in this file (any file system, a DAX\n"
 			"                           mount); with --shm it is also the exported file\n"
 			"  --fresh-region           start with an empty region under a new incarnation\n"
@@ -88,7 +94,7 @@ usage(FILE *f)
 			"  --version                show the version and exit\n"
 			"\n"
 			"When ready it prints one line on standard output:\n"
-			"  dmindex-memnode ready id=N listen=HOST:PORT size=BYTES incarnation=HEX shm=PATH|- threads=N region=PATH|- start=fresh|reattached\n"
+			"  dmindex-memnode ready id=N listen=HOST:PORT size=BYTES incarnation=HEX shm=PATH|- threads=N region=PATH|- start=fresh|reattached ucx=allocated|registered|-\n"
 			"SIGTERM or SIGINT shuts it down cleanly (exit status 0).  A region in anonymous\n"
 			"memory is lost then, and the next start has a new incarnation.  A region in a\n"
 			"file (--shm, --region-file) stays: the next start on the same file reattaches\n"
@@ -160,6 +166,8 @@ parse_args(int argc, char **argv)
 		{"threads", required_argument, NULL, 't'},
 		{"shm", no_argument, NULL, 'S'},
 		{"shm-path", required_argument, NULL, 'P'},
+		{"ucx", no_argument, NULL, 'U'},
+		{"transports", required_argument, NULL, 'X'},
 		{"region-file", required_argument, NULL, 'R'},
 		{"fresh-region", no_argument, NULL, 'F'},
 		{"chunk-size", required_argument, NULL, 'c'},
@@ -243,6 +251,25 @@ parse_args(int argc, char **argv)
 			case 'S':
 				c->shm = 1;
 				break;
+			case 'U':
+				c->ucx = 1;
+				break;
+			case 'X':
+				{
+					char		list[64], *save = NULL;
+
+					snprintf(list, sizeof(list), "%s", optarg);
+					for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+					{
+						if (strcmp(t, "shm") == 0)
+							c->shm = 1;
+						else if (strcmp(t, "ucx") == 0)
+							c->ucx = 1;
+						else if (strcmp(t, "tcp") != 0)
+							die_usage("invalid --transports \"%s\": expected tcp, shm, ucx", optarg);
+					}
+					break;
+				}
 			case 'P':
 				if (strlen(optarg) >= sizeof(c->shm_path) || optarg[0] != '/')
 					die_usage("invalid --shm-path \"%s\": expected an absolute path", optarg);
@@ -353,7 +380,14 @@ main(int argc, char **argv)
 		return 1;
 	if (mn_server_listen() < 0)
 		return 1;
+	if (mn.cfg.ucx && mn_ucx_init() < 0)
+		return 1;
 	if (mn_region_create() < 0)
+	{
+		mn_region_close(0);
+		return 1;
+	}
+	if (mn.cfg.ucx && mn_ucx_export(mn.base, mn.region.size) < 0)
 	{
 		mn_region_close(0);
 		return 1;
@@ -368,11 +402,12 @@ main(int argc, char **argv)
 		   (unsigned long long) mn.region.size, (unsigned long long) mn.region.sb->nchunks,
 		   (unsigned long long) mn.region.sb->chunk_size, mn.cfg.listen_host, mn.cfg.listen_port,
 		   mn.cfg.threads, mn.shm_path[0] ? ", exported at " : "", mn.shm_path);
-	printf("dmindex-memnode ready id=%d listen=%s:%d size=%llu incarnation=%016llx shm=%s threads=%d region=%s start=%s\n",
+	printf("dmindex-memnode ready id=%d listen=%s:%d size=%llu incarnation=%016llx shm=%s threads=%d region=%s start=%s ucx=%s\n",
 		   mn.cfg.node_id, mn.cfg.listen_host, mn.cfg.listen_port,
 		   (unsigned long long) mn.region.size, (unsigned long long) mn.region.sb->incarnation,
 		   mn.shm_path[0] ? mn.shm_path : "-", mn.cfg.threads,
-		   mn.region_path[0] ? mn.region_path : "-", mn.reattached ? "reattached" : "fresh");
+		   mn.region_path[0] ? mn.region_path : "-", mn.reattached ? "reattached" : "fresh",
+		   !mn.ucx_blob ? "-" : mn.ucx_allocated ? "allocated" : "registered");
 	fflush(stdout);
 
 	for (;;)
@@ -387,6 +422,7 @@ main(int argc, char **argv)
 	mn_log(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	/* returns once no worker is inside a batch any more */
 	mn_server_stop();
+	mn_ucx_stop();
 	mn_region_close(1);
 	mn_log(LOG_INFO, "stopped");
 	return 0;

@@ -34,6 +34,7 @@ typedef struct mn_config
 	int			poll_us;		/* keep polling this long after activity before sleeping */
 	int			log_level;
 	char		auth_file[1024];	/* --auth-file; "" = no authentication (trusted-local only) */
+	int			ucx;			/* --ucx: export the region through UCX (ucx.c) */
 } mn_config;
 
 enum
@@ -70,6 +71,10 @@ typedef struct mn_state
 	int			connections;	/* open now (atomic) */
 	uint64_t	start_mono_ns;
 	mn_counters *worker_counters;	/* one per worker */
+	/* --ucx: the UCX_ATTACH reply (dm_rpc_ucx_rep, rkey, worker address); NULL = not exported */
+	const uint8_t *ucx_blob;
+	uint32_t	ucx_blob_len;
+	int			ucx_allocated;	/* the region came from ucp_mem_map(ALLOCATE) */
 } mn_state;
 
 extern mn_state mn;
@@ -83,6 +88,17 @@ extern void mn_log_limited(const char *fmt,...) __attribute__((format(printf, 1,
 extern int	mn_region_create(void);
 /* clean: a shutdown after every batch finished (the next start trusts the journal is idle) */
 extern void mn_region_close(int clean);
+
+/*
+ * ucx.c: the UCX export (--ucx).  mn_ucx_init before the region exists;
+ * mn_ucx_alloc gives anonymous region memory from ucp_mem_map(ALLOCATE)
+ * (NULL: use mmap); mn_ucx_export registers the region (if not allocated
+ * by mn_ucx_alloc), packs the rkey and starts the progress thread.
+ */
+extern int	mn_ucx_init(void);
+extern void *mn_ucx_alloc(uint64_t size);
+extern int	mn_ucx_export(void *base, uint64_t size);
+extern void mn_ucx_stop(void);
 
 /* region_attach.c: deciding whether a region file can be reattached, and doing it */
 extern const char *mn_region_not_intact(void *base, uint64_t file_size, uint64_t want_size);

@@ -205,6 +205,12 @@ map_anon(uint64_t size)
 	 * error now rather than SIGBUS at the first touch; ordinary pages are
 	 * committed lazily.
 	 */
+	/*
+	 * --ucx: memory UCX allocates is what its shared-memory transports can
+	 * reach one-sidedly (ucx.c); huge pages keep to mmap (registered).
+	 */
+	if (mn.cfg.ucx && !mn.cfg.hugepages && (base = mn_ucx_alloc(size)) != NULL)
+		return base;
 	if (mn.cfg.hugepages)
 		flags |= MAP_HUGETLB;
 	else
@@ -345,7 +351,7 @@ mn_region_close(int clean)
 			 * state once per batch: give a batch begun before DEAD time to
 			 * end before the region is written back and called clean.
 			 */
-			if (mn.shm_path[0])
+			if (mn.shm_path[0] || mn.ucx_blob)
 				usleep(100 * 1000);
 			/*
 			 * Every worker has stopped, so no batch is half done: say so, and
@@ -359,7 +365,9 @@ mn_region_close(int clean)
 				   mn.region_path, (unsigned long long) sb->incarnation);
 		}
 	}
-	munmap(mn.base, region_bytes);
+	/* memory from ucp_mem_map stays mapped until exit (ucx.c) */
+	if (!mn.ucx_allocated)
+		munmap(mn.base, region_bytes);
 	if (region_fd >= 0)
 		close(region_fd);
 	region_fd = -1;

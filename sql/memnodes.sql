@@ -9,7 +9,7 @@
 SELECT count(*) > 0 AS some_memnodes,
        bool_and(reachable) AS all_reachable,
        bool_and(node_id BETWEEN 0 AND 32767) AS node_ids,
-       bool_and(backend IN ('tcp', 'shm')) AS backends,
+       bool_and(backend IN ('tcp', 'shm', 'ucx')) AS backends,
        bool_and(incarnation ~ '^[0-9a-f]{16}$') AS incarnations,
        bool_and(region_size > 0) AS region_sizes,
        bool_and(chunks_total > 0) AS chunks_total,
@@ -95,7 +95,7 @@ SET dmindex.op_timeout = 0;
 SET dmindex.connect_timeout = '2h';
 SET dmindex.no_such_setting = 1;
 SELECT name,
-       CASE WHEN name IN ('dmindex.memnodes', 'dmindex.cache_size', 'dmindex.gc_naptime') THEN '(set by the harness)' ELSE setting END
+       CASE WHEN name IN ('dmindex.memnodes', 'dmindex.cache_size', 'dmindex.gc_naptime', 'dmindex.transport') THEN '(set by the harness)' ELSE setting END
        AS setting,
        unit, context, vartype, boot_val, min_val, max_val, enumvals
 FROM pg_settings WHERE name LIKE 'dmindex.%' ORDER BY name;

@@ -113,11 +113,18 @@ run_regress_suite() {
     cp -r "$@" "$work/"
     cp "$schedule" "$work/schedule"
     chown -R "$DM_USER" "$work"
-    if ! start_memnode "$work" "$mport" --size 256M --shm --chunk-size 1M --fresh-region; then
+    # REGRESS_TRANSPORT=ucx: the memnode exports its region through UCX
+    # (anonymous, so ucp_mem_map allocates it) and the server uses it
+    local region=(--shm) transport_conf=""
+    if [ "${REGRESS_TRANSPORT:-}" = ucx ]; then
+        region=(--ucx)
+        transport_conf="dmindex.transport = 'ucx'"
+    fi
+    if ! start_memnode "$work" "$mport" --size 256M "${region[@]}" --chunk-size 1M --fresh-region; then
         suite_failed=1
         return
     fi
-    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n" "$mport"
+    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n%s\n" "$mport" "$transport_conf"
       cat "$ROOT/test/regress.conf"; } >"$work/regress.conf"
     chown "$DM_USER" "$work/regress.conf"
     # shellcheck disable=SC2046

@@ -5,7 +5,7 @@
 # of test/fuzz) and Perl's IPC::Run (PostgreSQL's TAP test framework).  Quick
 # when all is present.
 set -euo pipefail
-PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libssl-dev clang libipc-run-perl bc"
+PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libssl-dev libucx-dev ucx-utils clang libipc-run-perl bc"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

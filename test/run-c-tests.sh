@@ -13,12 +13,20 @@
 # build/test/logs/NAME.tap (stdout) and NAME.log (stderr: memnode logs).
 # The binaries in AUTH_VARIANTS run a second time with DM_TEST_AUTH=1,
 # against a memnode with --auth-file (shown as NAME+auth; test/lib/testauth.h).
+# The binaries in UCX_VARIANTS (the cheap ones; with DM_TEST_UCX_ALL=1 also
+# those in UCX_VARIANTS_ALL) run twice more over the ucx transport, with
+# DM_TEST_TRANSPORT=ucx and UCX_TLS=tcp (NAME+ucx-tcp: get and atomics
+# emulated by the memnode's worker) and UCX_TLS=posix (NAME+ucx-posix:
+# shared memory; test/lib/testutil.h test_ucx).
 # Exit status 0 iff everything passed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
 timeout_s=${C_TEST_TIMEOUT:-900}
 AUTH_VARIANTS="test_robust"
+UCX_VARIANTS="test_rpc test_transport_sizes test_failure"
+UCX_VARIANTS_ALL="test_atomic test_fence test_robust test_tree_model test_tree_faults"
+[ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
 logdir=build/test/logs
 mkdir -p "$logdir"
 
@@ -32,6 +40,7 @@ for f in build/test/unit/* build/test/integ/*; do
 	fi
 	bins+=("$f")
 	case " $AUTH_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@auth") ;; esac
+	case " $UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-tcp" "$f@ucx-posix") ;; esac
 done
 if [ ${#bins[@]} -eq 0 ]; then
 	echo "run-c-tests: no test binaries found under build/test (run \`make standalone\` first)" >&2
@@ -43,19 +52,22 @@ total_pass=0
 total_fail=0
 failed_bins=()
 for entry in "${bins[@]}"; do
-	bin=${entry%@auth}
+	bin=${entry%@*}
 	name=$(basename "$bin")
 	auth=
-	if [ "$entry" != "$bin" ]; then
-		name="$name+auth"
-		auth=1
-	fi
+	transport=
+	tls=${UCX_TLS:-}
+	case "$entry" in
+		*@auth) name="$name+auth"; auth=1 ;;
+		*@ucx-*) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-} ;;
+	esac
 	tap="$logdir/$name.tap"
 	log="$logdir/$name.log"
 	start=$(date +%s.%N)
 	# -k: if the test ignores SIGTERM, SIGKILL it 10 s later (its memnodes
 	# die with it: they are started with PR_SET_PDEATHSIG)
-	DM_TEST_AUTH=$auth timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
+	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport env ${tls:+UCX_TLS=$tls} \
+		timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 

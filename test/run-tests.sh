@@ -4,6 +4,7 @@
 #   1. C tests (test/unit, test/integ): protocol, region, transports over tcp
 #      and shm, robustness, failure; each assertion counts.
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
+#      (run twice: as configured, and over the ucx transport, UCX_TLS=posix)
 #      memnode; each test file counts.
 #   3. isolation (test/isolation/specs, expected/): pg_isolation_regress runs
 #      concurrent sessions in fixed interleavings on an instance configured
@@ -55,6 +56,15 @@ REGRESS_MEMNODE_PORT=${REGRESS_MEMNODE_PORT:-7491}
 REGRESS_PG_PORT=${REGRESS_PG_PORT:-5491}
 run_regress_suite regress "$PGXS_TEST/regress/pg_regress" \
     "$REGRESS_MEMNODE_PORT" "$REGRESS_PG_PORT" test/regress-schedule sql expected
+passed=$((passed + suite_passed))
+failed=$((failed + suite_failed))
+
+echo "== pg_regress over ucx (UCX_TLS=${REGRESS_UCX_TLS:-posix})"
+# the same suite once more, every index operation through the ucx transport
+# (one-sided shared memory here; on RDMA hardware the same code uses verbs)
+REGRESS_TRANSPORT=ucx UCX_TLS=${REGRESS_UCX_TLS:-posix} \
+    run_regress_suite regress-ucx "$PGXS_TEST/regress/pg_regress" \
+    "$((REGRESS_MEMNODE_PORT + 2))" "$((REGRESS_PG_PORT + 2))" test/regress-schedule sql expected
 passed=$((passed + suite_passed))
 failed=$((failed + suite_failed))
 

@@ -2,7 +2,7 @@
  * dm_client.c — the transport client: connections to memnodes, handshake,
  * routing of one-sided operations by global address, batches (one frame per
  * memnode per dm_post) and RPCs.  Socket details are in dm_sock.c, the shm
- * backend in dm_shm.c.
+ * backend in dm_shm.c, the ucx backend in dm_ucx.c.
  */
 #include <errno.h>
 #include <poll.h>
@@ -46,6 +46,7 @@ dm_conn_break(dm_conn *cn, int status)
 		close(cn->fd);
 	cn->fd = -1;
 	dm_shm_unmap(cn);
+	dm_ucx_close(cn);
 	cn->status = status;
 }
 
@@ -118,6 +119,7 @@ dm_client_destroy(dm_client *c)
 	for (int i = 0; i < c->nconns; i++)
 		conn_free(c->conns[i]);
 	free(c->conns);
+	dm_ucx_client_free(c);
 	dm_auth_wipe(c->auth_secret, sizeof(c->auth_secret));
 	free(c);
 }
@@ -290,7 +292,16 @@ conn_open(dm_client *c, dm_conn *cn)
 	}
 	cn->incarnation = cn->seen_incarnation;
 	cn->backend = DM_BACKEND_TCP;
-	if (c->opts.backend != DM_BACKEND_TCP)
+	if (c->opts.backend == DM_BACKEND_UCX)
+	{
+		if ((rc = dm_ucx_attach(c, cn)) != DM_OK)
+		{
+			dm_conn_break(cn, rc);
+			return rc;
+		}
+		cn->backend = DM_BACKEND_UCX;
+	}
+	else if (c->opts.backend != DM_BACKEND_TCP)
 	{
 		rc = cn->shm_offered ? dm_shm_map(c, cn) : DM_ERR_NOSHM;
 		if (rc == DM_OK)
@@ -394,6 +405,8 @@ dm_client_check(dm_client *c, uint16_t node_id)
 		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
 	if (cn->backend == DM_BACKEND_SHM)
 		return dm_shm_check(c, cn);
+	if (cn->backend == DM_BACKEND_UCX)
+		return dm_ucx_check(c, cn);
 	return DM_OK;
 }
 
@@ -408,7 +421,8 @@ dm_client_is_local(const dm_client *c, uint16_t node_id)
 {
 	const dm_conn *cn = conn_by_node(c, node_id);
 
-	return cn != NULL && cn->status == DM_OK && cn->backend == DM_BACKEND_SHM;
+	return cn != NULL && cn->status == DM_OK &&
+		(cn->backend == DM_BACKEND_SHM || cn->backend == DM_BACKEND_UCX);
 }
 
 int
@@ -668,7 +682,7 @@ fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 			return DM_OK;
 		case DM_FAULT_KILL_MID:
 			for (int t = 0; t < ntouched; t++)
-				if (touched[t]->backend == DM_BACKEND_SHM)
+				if (touched[t]->backend == DM_BACKEND_SHM || touched[t]->backend == DM_BACKEND_UCX)
 				{
 					c->kill_mid_words = f.words;
 					c->kill_mid_armed = 1;
@@ -695,6 +709,12 @@ fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 
 						if (cn->backend == DM_BACKEND_SHM)
 							dm_shm_post(c, cn, ops, NULL);
+						else if (cn->backend == DM_BACKEND_UCX)
+						{
+							/* UCX objects do not survive fork: a connection of our own */
+							if (conn_open(c, cn) == DM_OK)
+								dm_ucx_post(c, cn, ops, NULL);
+						}
 						else if (tcp_send_batch(c, cn, ops, dm_deadline(c->opts.op_timeout_ms), &rlen) == DM_OK)
 							tcp_recv_batch(c, cn, ops, dm_deadline(c->opts.op_timeout_ms), rlen, NULL);
 					}
@@ -790,7 +810,10 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		return rc;
 
 	/* send every tcp frame first, so the memnodes work in parallel */
-	deadline = dm_deadline(c->opts.op_timeout_ms);
+	deadline = 0;
+	for (int t = 0; t < ntouched && deadline == 0; t++)
+		if (touched[t]->backend == DM_BACKEND_TCP)
+			deadline = dm_deadline(c->opts.op_timeout_ms);	/* only tcp waits here */
 	for (int t = 0; t < ntouched; t++)
 		sent[t] = 0;			/* all of them: the loop below may stop early */
 	for (int t = 0; t < ntouched; t++)
@@ -817,6 +840,12 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 			if (rc != DM_OK)
 				continue;		/* a tcp send failed: don't start more work */
 			r = dm_shm_post(c, cn, ops, bad_index);
+		}
+		else if (cn->backend == DM_BACKEND_UCX)
+		{
+			if (rc != DM_OK)
+				continue;
+			r = dm_ucx_post(c, cn, ops, bad_index);
 		}
 		else if (sent[t])
 			r = tcp_recv_batch(c, cn, ops, deadline, reply_len[t], bad_index);

@@ -8,6 +8,9 @@
  *   shm  the memnode exports its region as a shared-memory file; the client
  *        maps it and executes ops itself with __atomic operations.  The TCP
  *        connection stays open for the handshake and RPCs.
+ *   ucx  one-sided get/put/atomics through UCX (RDMA verbs, or UCX's tcp or
+ *        shared memory) on the region the memnode exports with --ucx; the
+ *        TCP connection again carries the handshake, the rkey and RPCs.
  *
  * Every wait has a timeout.  Errors are dm_status codes; dm_client_error()
  * gives a one-line detail (which memnode, what happened) for messages.
@@ -40,7 +43,8 @@ typedef enum dm_backend
 {
 	DM_BACKEND_AUTO = 0,		/* shm when the memnode exports it and we can map it, else tcp */
 	DM_BACKEND_TCP = 1,
-	DM_BACKEND_SHM = 2			/* shm or fail with DM_ERR_NOSHM */
+	DM_BACKEND_SHM = 2,			/* shm or fail with DM_ERR_NOSHM */
+	DM_BACKEND_UCX = 3			/* one-sided through UCX (dm_ucx.c) or fail with DM_ERR_NOSHM */
 } dm_backend;
 
 #define DM_CLIENT_TEAR 0x1		/* test mode: torn 8-byte-piece READ/WRITE */
@@ -130,7 +134,11 @@ extern int	dm_client_accept_incarnation(dm_client *c, uint16_t node_id);
 extern int	dm_client_check(dm_client *c, uint16_t node_id);
 
 extern int	dm_client_nnodes(const dm_client *c);
-/* 1 if ops on memnode node_id run in this process (shm backend), else 0. */
+/*
+ * 1 if ops on memnode node_id are executed one-sidedly by this process (shm
+ * and ucx backends: a batch is not applied whole by the memnode, so one cut
+ * short by this process's death leaves a prefix), else 0.
+ */
 extern int	dm_client_is_local(const dm_client *c, uint16_t node_id);
 /* Info about the idx-th connection (0 <= idx < nnodes). */
 extern int	dm_client_node_info(const dm_client *c, int idx, dm_node_info *out);

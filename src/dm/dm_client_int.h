@@ -1,6 +1,6 @@
 /*
  * dm_client_int.h — internals of the transport client shared by its files
- * (dm_client.c, dm_sock.c, dm_shm.c).  Not for users of the client.
+ * (dm_client.c, dm_sock.c, dm_shm.c, dm_ucx.c).  Not for users of the client.
  */
 #ifndef DM_CLIENT_INT_H
 #define DM_CLIENT_INT_H
@@ -14,7 +14,7 @@ typedef struct dm_conn
 	uint16_t	node_id;
 	int			fd;				/* -1 when closed */
 	int			status;			/* DM_OK, or why the connection is unusable */
-	int			backend;		/* DM_BACKEND_TCP or DM_BACKEND_SHM */
+	int			backend;		/* DM_BACKEND_TCP, DM_BACKEND_SHM or DM_BACKEND_UCX */
 	uint64_t	incarnation;	/* accepted; 0 before the first handshake */
 	uint64_t	seen_incarnation;
 	uint64_t	region_size;
@@ -24,6 +24,19 @@ typedef struct dm_conn
 	/* shm backend: the mapped region */
 	uint8_t    *shm_base;
 	dm_region	shm_region;
+	/* ucx backend (dm_ucx.c): opaque UCX handles, made by process ucx_pid */
+	void	   *ucx_ep;
+	void	   *ucx_rkey;
+	void	   *ucx_worker;		/* the client's, for closing the endpoint */
+	int			ucx_pid;
+	int			ucx_ep_status;	/* ucs_status_t from the endpoint's error callback */
+	int			ucx_allocated;	/* memnode region from ucp_mem_map(ALLOCATE) */
+	uint64_t	ucx_base;		/* the region's address at the memnode */
+	dm_superblock *ucx_sb;		/* copy read at attach: the layout that bounds ops */
+	dm_region	ucx_region;		/* over ucx_sb, for dm_region_check_op */
+	uint64_t	ucx_checked_ns;	/* last liveness check */
+	uint64_t	ucx_hb;			/* last heartbeat value seen, and when it changed */
+	uint64_t	ucx_hb_seen_ns;
 	/* tcp frames */
 	uint64_t	seq;
 	uint8_t    *sbuf;
@@ -50,6 +63,9 @@ struct dm_client
 	dm_fault	fault;			/* armed when action != NONE; at = absolute step */
 	int			kill_mid_armed;	/* dm_shm_post: die after kill_mid_words stored words */
 	uint32_t	kill_mid_words;
+	void	   *ucx_worker;		/* dm_ucx.c: made at the first ucx connection */
+	int			ucx_efd;
+	int			ucx_pid;
 	char		err[640];
 };
 
@@ -70,6 +86,14 @@ extern void dm_shm_unmap(dm_conn *cn);
 extern int	dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
 /* Is the memnode behind a mapped region alive and still the same?  Breaks cn if not. */
 extern int	dm_shm_check(dm_client *c, dm_conn *cn);
+
+/* dm_ucx.c */
+/* After the handshake: UCX_ATTACH, endpoint, rkey (DM_ERR_NOSHM if not offered). */
+extern int	dm_ucx_attach(dm_client *c, dm_conn *cn);
+extern void dm_ucx_close(dm_conn *cn);
+extern void dm_ucx_client_free(dm_client *c);
+extern int	dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
+extern int	dm_ucx_check(dm_client *c, dm_conn *cn);
 
 /* dm_client.c */
 extern int	dm_fail(dm_client *c, dm_conn *cn, int status, const char *fmt,...)

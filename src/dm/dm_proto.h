@@ -157,7 +157,15 @@ typedef enum dm_rpc_code
 	DM_RPC_CAT_LIST = 8,
 	DM_RPC_STATS = 9,
 	DM_RPC_SLAB_ALLOC = 10,
-	DM_RPC_SLAB_FREE = 11
+	DM_RPC_SLAB_FREE = 11,
+	/*
+	 * 20: the ucx transport's attach (dm_ucx.c): how to reach the region
+	 * one-sidedly.  Only after the handshake, i.e. after authentication:
+	 * the rkey it returns grants the whole region.  Kept apart from the
+	 * numbers 12-19 (reserved for other RPCs); DM_RPC_CODE_MAX stays the
+	 * end of the dense range.
+	 */
+	DM_RPC_UCX_ATTACH = 20
 } dm_rpc_code;
 
 #define DM_RPC_CODE_MAX DM_RPC_SLAB_FREE
@@ -192,6 +200,25 @@ typedef struct dm_rpc_slab_free_req
 	dm_gaddr	addr;
 	uint64_t	size;
 } dm_rpc_slab_free_req;
+
+/*
+ * UCX_ATTACH request: dm_rpc_u64 (0).  Reply: this header, then rkey_len
+ * bytes of packed rkey and addr_len bytes of the memnode's UCX worker
+ * address.  base is the region's virtual address at the memnode (what
+ * one-sided operations address: base + offset).  DM_ERR_NOSHM if the
+ * memnode does not export its region through UCX.
+ */
+typedef struct dm_rpc_ucx_rep
+{
+	uint64_t	base;
+	uint32_t	rkey_len;
+	uint32_t	addr_len;
+	uint32_t	flags;			/* DM_UCX_ALLOCATED: region from ucp_mem_map(ALLOCATE) */
+	uint32_t	pad;
+} dm_rpc_ucx_rep;
+
+#define DM_UCX_ALLOCATED 0x1
+#define DM_UCX_BLOB_MAX 6144	/* rkey + worker address */
 
 typedef struct dm_rpc_alloc_rep
 {

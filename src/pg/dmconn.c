@@ -640,9 +640,14 @@ dmindex_report(int elevel, int status, const dm_client *client,
 		case DM_ERR_NOSHM:
 			ereport(elevel,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 dmindex_transport == DMINDEX_TRANSPORT_UCX ?
+					 errmsg("could not reach the memory of memnode \"%s\" through UCX",
+							address) :
 					 errmsg("could not use the shared memory of memnode \"%s\"",
 							address),
 					 has_detail ? errdetail_internal("%s", detail) : 0,
+					 dmindex_transport == DMINDEX_TRANSPORT_UCX ?
+					 errhint("The ucx transport needs memnodes started with --ucx and a UCX transport both sides share (UCX_TLS); otherwise set \"dmindex.transport\" to \"auto\" or \"tcp\".") :
 					 errhint("The shm transport needs a memnode on this host that exports its region and runs as the same user as the server; otherwise set \"dmindex.transport\" to \"auto\" or \"tcp\".")));
 			break;
 		case DM_ERR_INTERRUPTED:

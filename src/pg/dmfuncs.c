@@ -99,8 +99,8 @@ dmindex_memnodes(PG_FUNCTION_ARGS)
 		{
 			values[1] = Int32GetDatum(info.node_id);
 			nulls[1] = false;
-			values[3] = CStringGetTextDatum(info.backend == DM_BACKEND_SHM ?
-											"shm" : "tcp");
+			values[3] = CStringGetTextDatum(info.backend == DM_BACKEND_SHM ? "shm" :
+											info.backend == DM_BACKEND_UCX ? "ucx" : "tcp");
 			nulls[3] = false;
 			values[4] = CStringGetTextDatum(psprintf("%016" INT64_MODIFIER "x",
 													 (uint64) info.incarnation));

@@ -28,6 +28,7 @@ static const struct config_enum_entry transport_options[] = {
 	{"auto", DMINDEX_TRANSPORT_AUTO, false},
 	{"tcp", DMINDEX_TRANSPORT_TCP, false},
 	{"shm", DMINDEX_TRANSPORT_SHM, false},
+	{"ucx", DMINDEX_TRANSPORT_UCX, false},
 	{NULL, 0, false}
 };
 
@@ -129,6 +130,8 @@ _PG_init(void)
 							 "How to reach memnodes.",
 							 "\"shm\" maps the shared memory a memnode on the same host exports, "
 							 "\"tcp\" sends every operation over the network, "
+							 "\"ucx\" reads, writes and runs atomics one-sidedly through UCX "
+							 "(RDMA where there is hardware; memnodes started with --ucx), "
 							 "\"auto\" uses shm where possible and tcp otherwise.",
 							 &dmindex_transport,
 							 DMINDEX_TRANSPORT_AUTO,

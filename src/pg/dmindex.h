@@ -22,7 +22,8 @@ typedef enum DmTransport
 {
 	DMINDEX_TRANSPORT_AUTO = DM_BACKEND_AUTO,
 	DMINDEX_TRANSPORT_TCP = DM_BACKEND_TCP,
-	DMINDEX_TRANSPORT_SHM = DM_BACKEND_SHM
+	DMINDEX_TRANSPORT_SHM = DM_BACKEND_SHM,
+	DMINDEX_TRANSPORT_UCX = DM_BACKEND_UCX
 } DmTransport;
 
 extern char *dmindex_memnodes_guc;	/* dmindex.memnodes, raw */

@@ -60,6 +60,8 @@ static const config configs[] = {
 	{"shm", DM_BACKEND_SHM, 0},
 	{"tcp+tear", DM_BACKEND_TCP, DM_CLIENT_TEAR},
 	{"shm+tear", DM_BACKEND_SHM, DM_CLIENT_TEAR},
+	{"ucx", DM_BACKEND_UCX, 0},	/* the ucx variant only (test_backend_wanted) */
+	{"ucx+tear", DM_BACKEND_UCX, DM_CLIENT_TEAR},
 };
 
 static memnode_proc mn1,
@@ -624,7 +626,7 @@ main(void)
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++)
 	{
 		const config *cf = &configs[i];
-		dm_client  *c = connect_client(cf, mn1.addr, NULL);
+		dm_client  *c = test_backend_wanted(cf->backend) ? connect_client(cf, mn1.addr, NULL) : NULL;
 		dm_tree_name tn;
 		dm_tree_info ti;
 		dm_gaddr	chunk = 0;
@@ -632,6 +634,8 @@ main(void)
 					freed = 0;
 		char		name[64];
 
+		if (!test_backend_wanted(cf->backend))
+			continue;
 		if (!CHECK(c != NULL, "%s: client connects", cf->name))
 			continue;
 		/* Own the chunk by a tree, so dropping the tree frees it. */
@@ -653,7 +657,8 @@ main(void)
 		dm_client_destroy(c);
 		test_two_nodes(cf);
 	}
-	test_tear();
+	if (test_backend_wanted(DM_BACKEND_SHM))
+		test_tear();
 
 	CHECK(WIFEXITED(memnode_stop(&mn2, SIGTERM)), "memnode 2 exits on SIGTERM");
 	CHECK(WIFEXITED(memnode_stop(&mn1, SIGTERM)), "memnode 1 exits on SIGTERM");

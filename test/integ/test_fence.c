@@ -362,7 +362,7 @@ main(void)
 {
 	const char *const args1[] = {"--id", "1", "--shm", "--size", "64M", "--chunk-size", "1M", NULL};
 	const char *const args2[] = {"--id", "2", "--shm", "--size", "64M", "--chunk-size", "1M", NULL};
-	const transport trs[] = {{"tcp", DM_BACKEND_TCP}, {"shm", DM_BACKEND_SHM}};
+	const transport trs[] = {{"tcp", DM_BACKEND_TCP}, {"shm", DM_BACKEND_SHM}, {"ucx", DM_BACKEND_UCX}};
 
 	if (memnode_start(&mn1, 0, args1) != 0 || memnode_start(&mn2, 0, args2) != 0)
 	{
@@ -370,7 +370,8 @@ main(void)
 		return tap_done();
 	}
 	for (size_t i = 0; i < sizeof(trs) / sizeof(trs[0]); i++)
-		run(&trs[i]);
+		if (test_backend_wanted(trs[i].backend))
+			run(&trs[i]);
 	CHECK(WIFEXITED(memnode_stop(&mn1, SIGTERM)) && WIFEXITED(memnode_stop(&mn2, SIGTERM)),
 		  "memnodes exit on SIGTERM");
 	return tap_done();

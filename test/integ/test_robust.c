@@ -667,7 +667,7 @@ test_flood(void)
 	check_serving("flood");
 	/* A new client can still connect and work. */
 	{
-		dm_client_opts o = {.backend = DM_BACKEND_TCP,.op_timeout_ms = 5000,.connect_timeout_ms = 5000};
+		dm_client_opts o = {.backend = test_ucx() ? DM_BACKEND_UCX : DM_BACKEND_TCP,.op_timeout_ms = 5000,.connect_timeout_ms = 5000};
 		dm_client  *c2;
 
 		if (test_auth_on())
@@ -904,7 +904,8 @@ main(void)
 		return tap_done();
 	}
 	memset(&o, 0, sizeof(o));
-	o.backend = DM_BACKEND_TCP;
+	/* the ucx variant: the well-behaved clients use ucx (after the same handshake) */
+	o.backend = test_ucx() ? DM_BACKEND_UCX : DM_BACKEND_TCP;
 	o.op_timeout_ms = 5000;
 	if (test_auth_on())
 		test_auth_opts(&o, "tenant-a");

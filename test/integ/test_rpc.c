@@ -361,7 +361,7 @@ main(void)
 	{
 		const char *tag;
 		int			backend;
-	}			runs[] = {{"tcp", DM_BACKEND_TCP}, {"shm", DM_BACKEND_SHM}};
+	}			runs[] = {{"tcp", DM_BACKEND_TCP}, {"shm", DM_BACKEND_SHM}, {"ucx", DM_BACKEND_UCX}};
 
 	/* a fresh memnode per run, so one run's failure cannot cascade into the next */
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
@@ -369,6 +369,8 @@ main(void)
 		memnode_proc mn;
 		int			st;
 
+		if (!test_backend_wanted(runs[i].backend))
+			continue;
 		if (!CHECK(memnode_start(&mn, 0, args) == 0, "%s: memnode started", runs[i].tag))
 			continue;
 		run(runs[i].tag, runs[i].backend, &mn);

@@ -149,8 +149,13 @@ main(void)
 		CHECK(0, "memnode starts");
 		return tap_done();
 	}
-	run("tcp", &mp, DM_BACKEND_TCP);
-	run("shm", &mp, DM_BACKEND_SHM);
+	if (test_backend_wanted(DM_BACKEND_TCP))
+	{
+		run("tcp", &mp, DM_BACKEND_TCP);
+		run("shm", &mp, DM_BACKEND_SHM);
+	}
+	else
+		run("ucx", &mp, DM_BACKEND_UCX);
 	CHECK(memnode_stop(&mp, SIGTERM) == 0, "memnode exits cleanly");
 	return tap_done();
 }

@@ -72,6 +72,7 @@ typedef struct transport
 static const transport transports[] = {
 	{"tcp", DM_BACKEND_TCP},
 	{"shm", DM_BACKEND_SHM},
+	{"ucx", DM_BACKEND_UCX},	/* the ucx variant only (test_backend_wanted) */
 };
 
 typedef struct shared
@@ -795,7 +796,7 @@ main(void)
 		const transport *tr = &transports[i];
 		uint64_t	t0 = now_ns();
 
-		if (only && *only && strcmp(only, tr->name) != 0)
+		if ((only && *only && strcmp(only, tr->name) != 0) || !test_backend_wanted(tr->backend))
 			continue;
 		test_guards(tr);
 		sweep(tr);

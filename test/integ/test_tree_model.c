@@ -69,6 +69,7 @@ typedef struct tcfg
 
 static const tcfg cfg_tcp = {"tcp", DM_BACKEND_TCP, 0};
 static const tcfg cfg_shm = {"shm", DM_BACKEND_SHM, 0};
+static const tcfg cfg_ucx = {"ucx", DM_BACKEND_UCX, 0};
 
 static memnode_proc mn;
 static uint64_t g_seed = 1;
@@ -2148,6 +2149,17 @@ main(void)
 		return tap_done();
 	}
 
+	if (test_ucx())
+	{
+		/* the ucx variant: the model and bulk runs over ucx */
+		for (int j = 0; j < 2; j++)
+		{
+			run_model(&cfg_ucx, j == 0 ? 256 : 1024);
+			run_bulk(&cfg_ucx, j == 0 ? 256 : 1024, 90, 0);
+			run_bulk(&cfg_ucx, j == 0 ? 256 : 1024, 90, 1);
+		}
+	}
+	else
 	{
 		const tcfg *cfs[2] = {&cfg_tcp, &cfg_shm};
 		const uint32_t sizes[2] = {256, 1024};

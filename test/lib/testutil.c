@@ -280,6 +280,9 @@ memnode_start(memnode_proc *mp, int port, const char *const *extra_args)
 	 */
 	if (port == 0)
 		argv[argc++] = "--fresh-region";
+	/* the ucx variant of a test: every memnode exports its region through UCX too */
+	if (test_ucx())
+		argv[argc++] = "--ucx";
 	argv[argc] = NULL;
 
 	/* CLOEXEC so that other memnodes and exec'd children don't hold it. */
@@ -477,6 +480,20 @@ wait_pid_deadline(pid_t pid, uint64_t deadline)
 		/* reaping needs polling (no pidfd on every kernel); this is not synchronisation */
 		usleep(2000);
 	}
+}
+
+int
+test_ucx(void)
+{
+	const char *t = getenv("DM_TEST_TRANSPORT");
+
+	return t != NULL && strcmp(t, "ucx") == 0;
+}
+
+int
+test_backend_wanted(int backend)
+{
+	return test_ucx() ? backend == DM_BACKEND_UCX : backend != DM_BACKEND_UCX;
 }
 
 struct dm_client *

@@ -54,6 +54,15 @@ extern int	memnode_start(memnode_proc *mp, int port, const char *const *extra_ar
  */
 extern int	memnode_stop(memnode_proc *mp, int sig);
 
+/*
+ * The ucx variant of a test (DM_TEST_TRANSPORT=ucx, set by run-c-tests.sh
+ * for NAME+ucx-tcp and NAME+ucx-posix with UCX_TLS=tcp / posix): memnodes
+ * are started with --ucx, and a test's list of transports runs its ucx
+ * entries, which the ordinary run skips (test_backend_wanted).
+ */
+extern int	test_ucx(void);
+extern int	test_backend_wanted(int backend);
+
 /* ---- clients ------------------------------------------------------------- */
 struct dm_client;
 /*
