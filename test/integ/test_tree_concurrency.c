@@ -232,6 +232,8 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 		cfail(rep, "%s: open_existing: %s", who, dm_strerror(rc));
 		return 1;
 	}
+	/* TREE_OFFLOAD=always: even writers offload, odd ones write one-sided beside them */
+	test_tree_offload(t, w);
 	/* check in, then wait for everybody (EOF on the go pipe) */
 	if (write(ready_fd, &x, 1) != 1 || read(go_fd, &x, 1) != 0)
 	{
@@ -422,6 +424,7 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 		cfail(rep, "%s: open_existing: %s", who, dm_strerror(rc));
 		return 1;
 	}
+	test_tree_offload(t, s);	/* lookups of stable entries offloaded (even scanners) */
 	if (write(ready_fd, &x, 1) != 1 || read(go_fd, &x, 1) != 0)
 	{
 		cfail(rep, "%s: start barrier broken", who);
@@ -740,7 +743,8 @@ run_scenario(const tcfg *cf)
 int
 main(void)
 {
-	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M", NULL};
+	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M",
+	"--offload-threads", "2", NULL};
 
 	tree_test_env(&g_seed, &g_scale);
 
