@@ -71,7 +71,8 @@ struct dm_offload
 	uint64_t	rng;
 	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
 	uint64_t	read_ns;		/* l_o (0 = no sample yet) */
-	int			root_level;		/* -1 unknown */
+	int			root_level;		/* level of the node at root_addr; -1 unknown */
+	dm_gaddr	root_addr;
 	mn_load		load[DM_TREE_MAX_MEMNODES];
 	dm_offload_counters ctr;
 };
@@ -227,7 +228,7 @@ decide(dm_tree *t, int level, uint16_t memnode)
 	else
 	{
 		if (level < 0)
-			level = o->root_level >= 0 ? o->root_level : 2;
+			level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
 		local_ns = (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
 		off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
 		offload = off_ns < local_ns;
@@ -276,7 +277,8 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 	if (c == NULL)
 	{
 		*start = addr;
-		*level = t->off->root_level;
+		/* the root we know may have grown since its level was learnt */
+		*level = t->off->root_addr == addr ? t->off->root_level : -1;
 		return DM_OK;
 	}
 	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
@@ -304,7 +306,10 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 			h->level == 0 || !dm_node_covers(buf, e) || (h->flags & DM_NODE_DEAD))
 			break;
 		if (depth == 0)
+		{
 			t->off->root_level = h->level;
+			t->off->root_addr = addr;
+		}
 		i = dm_inner_child_index(buf, e);
 		hi = i + 1 < h->count ? INNER_ENTS(buf)[i + 1].sep : h->high;
 		if (dm_tree_own_class(t, INNER_ENTS(buf)[i].sep, hi) != DM_OWN_OWNED)
@@ -405,7 +410,10 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		memcpy(ents, rbuf + sizeof(*rep), rep->count * sizeof(dm_entry));
 	free(rbuf);
 	if (level < 0 && start == t->root)
+	{
 		o->root_level = (int) rep->start_level;
+		o->root_addr = start;
+	}
 	{
 		mn_load    *l = load_of(t, mn);
 
