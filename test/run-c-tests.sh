@@ -13,12 +13,20 @@
 # build/test/logs/NAME.tap (stdout) and NAME.log (stderr: memnode logs).
 # The binaries in AUTH_VARIANTS run a second time with DM_TEST_AUTH=1,
 # against a memnode with --auth-file (shown as NAME+auth; test/lib/testauth.h).
+# The binaries in OFFLOAD_VARIANTS run a second time with TREE_OFFLOAD=always
+# (shown as NAME+offload): the tree tests with the memnode's offload
+# executor doing the operations (test/lib/testutil.h test_tree_offload);
+# DM_TEST_OFFLOAD_LONG=1 adds the long ones (the model test, minutes).
 # Exit status 0 iff everything passed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
 timeout_s=${C_TEST_TIMEOUT:-300}
 AUTH_VARIANTS="test_robust"
+OFFLOAD_VARIANTS="test_tree_concurrency"
+if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; then
+	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"
+fi
 logdir=build/test/logs
 mkdir -p "$logdir"
 
@@ -32,6 +40,7 @@ for f in build/test/unit/* build/test/integ/*; do
 	fi
 	bins+=("$f")
 	case " $AUTH_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@auth") ;; esac
+	case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload") ;; esac
 done
 if [ ${#bins[@]} -eq 0 ]; then
 	echo "run-c-tests: no test binaries found under build/test (run \`make standalone\` first)" >&2
@@ -43,19 +52,20 @@ total_pass=0
 total_fail=0
 failed_bins=()
 for entry in "${bins[@]}"; do
-	bin=${entry%@auth}
+	bin=${entry%@*}
 	name=$(basename "$bin")
 	auth=
-	if [ "$entry" != "$bin" ]; then
-		name="$name+auth"
-		auth=1
-	fi
+	offload=
+	case "$entry" in
+		*@auth) name="$name+auth"; auth=1 ;;
+		*@offload) name="$name+offload"; offload=always ;;
+	esac
 	tap="$logdir/$name.tap"
 	log="$logdir/$name.log"
 	start=$(date +%s.%N)
 	# -k: if the test ignores SIGTERM, SIGKILL it 10 s later (its memnodes
 	# die with it: they are started with PR_SET_PDEATHSIG)
-	DM_TEST_AUTH=$auth timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
+	DM_TEST_AUTH=$auth TREE_OFFLOAD=$offload timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 
