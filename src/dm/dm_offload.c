@@ -322,6 +322,24 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 }
 
 /*
+ * Drop the cached copies of the nodes the executor wrote.  With the key
+ * ranges branch this becomes one dm_cache_invalidate_nodes() call, whose
+ * generation check also stops a copy read before the write from being
+ * admitted after this.
+ */
+static void
+invalidate_changed(dm_tree *t, const dm_rpc_off_rep *rep)
+{
+	if (t->cache == NULL)
+		return;
+	for (uint32_t i = 0; i < rep->nchanged; i++)
+	{
+		dm_cache_invalidate(t->cache, t->ctag, rep->changed[i]);
+		t->off->ctr.invalidated++;
+	}
+}
+
+/*
  * One offload RPC from the start node for e.  DM_ERR_FALLBACK when the
  * policy says no or the executor declined.
  */
@@ -424,12 +442,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		}
 	}
 	/* the executor's writes: drop our copies before the operation returns */
-	if (t->cache)
-		for (uint32_t i = 0; i < rep->nchanged; i++)
-		{
-			dm_cache_invalidate(t->cache, t->ctag, rep->changed[i]);
-			o->ctr.invalidated++;
-		}
+	invalidate_changed(t, rep);
 	o->ctr.offloads++;
 	return DM_OK;
 }

@@ -138,6 +138,12 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 		if (dm_node_valid(buf, t->node_size, t->info.tree_id))
 			return DM_OK;
 		t->ctr.read_retries++;
+		/*
+		 * The offload executor occupies a memnode worker: it neither waits
+		 * long for a node mid-write nor repairs one (a client does).
+		 */
+		if (t->exec_active && k >= 64)
+			return dm_tree_fail(t, DM_ERR_FALLBACK, "node at 0x%llx is being written", (unsigned long long) addr);
 		backoff(k);
 	}
 
