@@ -74,7 +74,7 @@ FUZZ_SRCS := test/fuzz/fuzz_memnode.c memnode/exec.c memnode/auth.c memnode/log.
 fuzz: $(FUZZ_TARGETS)
 $(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_SRCS) $(wildcard src/dm/*.h memnode/*.h test/fuzz/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Isrc/dm -Imemnode -Itest/fuzz -pthread -o $@ $< $(FUZZ_SRCS) -lcrypto
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Isrc/dm -Imemnode -Itest/fuzz -pthread -o $@ $< $(FUZZ_SRCS) -lcrypto -lm
 
 install: install-memnode
 install-memnode: $(BUILD)/dmindex-memnode
