@@ -16,7 +16,9 @@
 # The binaries in OFFLOAD_VARIANTS run a second time with TREE_OFFLOAD=always
 # (shown as NAME+offload): the tree tests with the memnode's offload
 # executor doing the operations (test/lib/testutil.h test_tree_offload);
-# DM_TEST_OFFLOAD_LONG=1 adds the long ones (the model test, minutes).
+# they run at TREE_SCALE=25 (a quarter of the operations) unless
+# DM_TEST_OFFLOAD_LONG=1, which runs them whole and adds the long ones (the
+# model test, minutes).
 # Exit status 0 iff everything passed.
 set -u
 
@@ -24,8 +26,10 @@ cd "$(dirname "$0")/.." || exit 2
 timeout_s=${C_TEST_TIMEOUT:-300}
 AUTH_VARIANTS="test_robust"
 OFFLOAD_VARIANTS="test_tree_concurrency"
+offload_scale=25
 if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; then
 	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"
+	offload_scale=${TREE_SCALE:-100}
 fi
 logdir=build/test/logs
 mkdir -p "$logdir"
@@ -65,7 +69,9 @@ for entry in "${bins[@]}"; do
 	start=$(date +%s.%N)
 	# -k: if the test ignores SIGTERM, SIGKILL it 10 s later (its memnodes
 	# die with it: they are started with PR_SET_PDEATHSIG)
-	DM_TEST_AUTH=$auth TREE_OFFLOAD=$offload timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
+	scale=${TREE_SCALE:-}
+	[ -n "$offload" ] && scale=$offload_scale
+	DM_TEST_AUTH=$auth TREE_OFFLOAD=$offload TREE_SCALE=$scale timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 
