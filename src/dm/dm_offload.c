@@ -18,7 +18,7 @@
  * flight per executor slot, from every reply), beats (L+1) x (l_o + l_s) x
  * c: l_o the moving average of one remote node read (one-sided operations
  * timed per round trip), l_s a local node search (0.3 us) and c = 1.2 the
- * cache's own costs.  With probability 1/64 the contrary choice is taken,
+ * cache's own costs.  With probability 1/128 the contrary choice is taken,
  * so both estimates stay fresh when the workload changes.  A memnode whose
  * executor was busy more than 85% of the time since its last load report
  * (DM_RPC_OFF_LOAD, read at most every 100 ms) is not sent more: DEX's
@@ -47,7 +47,7 @@
 #define LOCAL_SEARCH_NS 300		/* l_s */
 #define COST_C_NUM 6			/* c = 6/5 */
 #define COST_C_DEN 5
-#define EXPLORE_MASK 63			/* contrary choice with probability 1/64 */
+#define EXPLORE_MASK 127		/* contrary choice with probability 1/128 (DEX: ~1%) */
 #define EWMA_SHIFT 4			/* moving average over ~16 samples */
 #define LOAD_INTERVAL_NS 100000000ull
 #define BUSY_LIMIT_PCT 85
