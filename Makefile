@@ -67,14 +67,14 @@ FUZZ_CC ?= clang
 FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(filter-out test/fuzz/fuzz_memnode.c,$(wildcard test/fuzz/fuzz_*.c)))
 # the executor and what it uses: memnode/main.c and server.c are replaced by fuzz_memnode.c
-FUZZ_SRCS := test/fuzz/fuzz_memnode.c memnode/exec.c memnode/auth.c memnode/log.c \
-	src/dm/dm_proto.c src/dm/dm_region.c src/dm/dm_memops.c src/dm/dm_status.c src/dm/dm_auth.c \
-	src/dm/dm_journal.c
+# exec.c runs the offload executor (memnode/offload.c), which is the tree code: all of src/dm
+FUZZ_SRCS := test/fuzz/fuzz_memnode.c memnode/exec.c memnode/auth.c memnode/log.c memnode/offload.c \
+	$(DM_SRCS)
 
 fuzz: $(FUZZ_TARGETS)
 $(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_SRCS) $(wildcard src/dm/*.h memnode/*.h test/fuzz/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Isrc/dm -Imemnode -Itest/fuzz -pthread -o $@ $< $(FUZZ_SRCS) -lcrypto
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Isrc/dm -Imemnode -Itest/fuzz -pthread -o $@ $< $(FUZZ_SRCS) -lcrypto -lm
 
 install: install-memnode
 install-memnode: $(BUILD)/dmindex-memnode

@@ -120,6 +120,7 @@
 
 #include "dm_cache.h"
 #include "dm_client.h"
+#include "dm_offload.h"
 #include "dm_tree.h"
 #include "testutil.h"
 
@@ -268,6 +269,7 @@ typedef struct child_result
 	uint64_t	scanned;		/* entries returned by scans */
 	dm_counters ctr;			/* client counters over the window */
 	dm_tree_counters tctr;		/* tree counters over the window */
+	dm_offload_counters octr;	/* offload counters over the window */
 	anomalies	anom;
 } child_result;
 
@@ -315,6 +317,7 @@ static int	do_verify = 1;
 
 /* Cache cells (--cache-policy). */
 static int	cache_mode;
+static int	offload_mode = DM_OFFLOAD_OFF;	/* --offload: every client handle (dm_offload.h) */
 static int	cache_policies[3];	/* DM_CACHE_OFF / INNER / DEX, in the order given */
 static int	ncache_policies;
 static double cache_pcts[MAX_PCTS];
@@ -627,6 +630,19 @@ do_op(worker *w, int k, uint64_t ord, const char **what)
 				rg.hi = DM_ENTRY_INF;
 				rg.hi_incl = 0;
 				rg.backward = 0;
+				if (offload_mode != DM_OFFLOAD_OFF)
+				{
+					/* up to len entries in one offload where the policy says so */
+					dm_entry	out[SCAN_MAX],
+								resume;
+					int			n = 0,
+								more = 0;
+
+					*what = "dm_tree_offload_scan";
+					st = dm_tree_offload_scan(w->t, rg.lo, 1, DM_ENTRY_INF, 0, out, len, &n, &more, &resume);
+					w->scanned += (uint64_t) n;
+					return st;
+				}
 				*what = "dm_iter_open";
 				st = dm_iter_open(w->t, &rg, &it);
 				if (st != DM_OK)
@@ -715,6 +731,7 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	dm_client_opts opts;
 	dm_counters c0;
 	dm_tree_counters t0;
+	dm_offload_counters o0;
 	uint64_t	t_start,
 				t_end,
 				t_now,
@@ -765,6 +782,11 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 		_exit(1);
 	}
 	/* Cache cells: join compute instance 0 with the parent's cache (off: no call at all). */
+	if ((st = dm_tree_set_offload(w.t, offload_mode)) != DM_OK)
+	{
+		child_fail(r, st, "dm_tree_set_offload", &w);
+		_exit(1);
+	}
 	if (cur_cache && (st = dm_tree_use_cache(w.t, cur_cache, 0)) != DM_OK)
 	{
 		child_fail(r, st, "dm_tree_use_cache", &w);
@@ -810,6 +832,7 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	/* Counters are snapshotted, not reset: the window is the difference. */
 	dm_client_counters(w.c, -1, &c0);
 	dm_tree_get_counters(w.t, &t0);
+	dm_tree_offload_counters(w.t, &o0);
 	t_start = mono_ns();
 	t_end = t_start + (uint64_t) (duration_s * 1e9);
 	do
@@ -854,6 +877,19 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	counters_sub(&r->ctr, &c0);
 	dm_tree_get_counters(w.t, &r->tctr);
 	tcounters_sub(&r->tctr, &t0);
+	{
+		dm_offload_counters o1;
+
+		dm_tree_offload_counters(w.t, &o1);
+		r->octr.offloads = o1.offloads - o0.offloads;
+		r->octr.fallbacks = o1.fallbacks - o0.fallbacks;
+		r->octr.decided_offload = o1.decided_offload - o0.decided_offload;
+		r->octr.decided_local = o1.decided_local - o0.decided_local;
+		r->octr.explored = o1.explored - o0.explored;
+		r->octr.rpc_ns_avg = o1.rpc_ns_avg;
+		r->octr.read_ns_avg = o1.read_ns_avg;
+		r->octr.memnode_busy_pct = o1.memnode_busy_pct;
+	}
 	for (i = 0; i < K_COUNT; i++)
 	{
 		r->ops[i] = nseen[i];
@@ -990,6 +1026,7 @@ typedef struct cell
 				kp99_ns[K_COUNT];
 	dm_counters ctr;			/* summed over clients */
 	dm_tree_counters tctr;
+	dm_offload_counters octr;
 	anomalies	anom;
 	uint64_t	scanned;
 	uint64_t	nkeys;			/* ordinals at the start */
@@ -1391,6 +1428,7 @@ run_cell(cell *ce)
 	}
 	memset(&ce->ctr, 0, sizeof(ce->ctr));
 	memset(&ce->tctr, 0, sizeof(ce->tctr));
+	memset(&ce->octr, 0, sizeof(ce->octr));
 	for (i = 0; i < nclients; i++)
 	{
 		child_result *r = &sh->res[i];
@@ -1420,6 +1458,16 @@ run_cell(cell *ce)
 		ce->tctr.splits += r->tctr.splits;
 		ce->tctr.root_grows += r->tctr.root_grows;
 		ce->tctr.restarts += r->tctr.restarts;
+		ce->octr.offloads += r->octr.offloads;
+		ce->octr.fallbacks += r->octr.fallbacks;
+		ce->octr.decided_offload += r->octr.decided_offload;
+		ce->octr.decided_local += r->octr.decided_local;
+		ce->octr.explored += r->octr.explored;
+		/* the estimates: averaged over clients */
+		ce->octr.rpc_ns_avg += r->octr.rpc_ns_avg / (uint64_t) nclients;
+		ce->octr.read_ns_avg += r->octr.read_ns_avg / (uint64_t) nclients;
+		if (r->octr.memnode_busy_pct > ce->octr.memnode_busy_pct)
+			ce->octr.memnode_busy_pct = r->octr.memnode_busy_pct;
 		ce->anom.read_miss += r->anom.read_miss;
 		ce->anom.read_miss_again += r->anom.read_miss_again;
 		ce->anom.insert_existed += r->anom.insert_existed;
@@ -2106,6 +2154,34 @@ print_tree_table(FILE *f)
 	}
 }
 
+/* Offload counters per cell (--offload). */
+static void
+print_offload_table(FILE *f)
+{
+	fprintf(f, "| workload | dist | transport |%s ops | offloads/op | fallbacks/op | decided offload | "
+			"decided one-sided | explored | RPCs/op | round trips/op | RPC µs (avg) | read µs (avg) | memnode busy |\n",
+			cache_mode ? " cache |" : "");
+	fprintf(f, "|---|---|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", cache_mode ? "---|" : "");
+	for (int i = 0; i < ncells; i++)
+	{
+		cell	   *ce = &cells[i];
+		uint64_t	n = ce->ops;
+		char		lbl[48],
+					cc[64] = "";
+
+		if (!ce->done)
+			continue;
+		if (cache_mode)
+			snprintf(cc, sizeof(cc), " %s |", cache_label(ce, lbl, sizeof(lbl)));
+		fprintf(f, "| %s | %s | %s |%s %" PRIu64 " | %.3f | %.3f | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+				" | %.3f | %.3f | %.1f | %.1f | %" PRIu64 "%% |\n",
+				ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], cc, n,
+				per(ce->octr.offloads, n), per(ce->octr.fallbacks, n), ce->octr.decided_offload,
+				ce->octr.decided_local, ce->octr.explored, per(ce->ctr.rpcs, n), per(ce->ctr.round_trips, n),
+				ce->octr.rpc_ns_avg / 1e3, ce->octr.read_ns_avg / 1e3, ce->octr.memnode_busy_pct);
+	}
+}
+
 /*
  * Our zipf rows of c (RO) and a (WI) next to DEX's Table 2.  Traffic: READ +
  * WRITE payload plus 8 B per atomic (what an RDMA NIC would move; the
@@ -2435,6 +2511,12 @@ print_all(FILE *f, const char *notes)
 	print_kind_table(f);
 	fprintf(f, "\nTree counters (dm_tree_get_counters) over the measured window:\n\n");
 	print_tree_table(f);
+	if (offload_mode != DM_OFFLOAD_OFF)
+	{
+		fprintf(f, "\nOffloading (--offload %s; dm_offload.h counters over the measured window):\n\n",
+				dm_offload_mode_name(offload_mode));
+		print_offload_table(f);
+	}
 	fprintf(f, "\n%s", notes);
 	fflush(f);
 }
@@ -2486,6 +2568,8 @@ usage(FILE *f)
 			"                        i = 50%% read / 50%% insert, DEX's insert-intensive)\n"
 			"  --dist uniform|zipf|both   key choice of a, b, c, e (default both)\n"
 			"  --no-verify           skip dm_tree_verify at the end of each transport (and cell)\n"
+			"  --offload MODE        off (default), always or auto: clients offload the rest of an\n"
+			"                        operation to the memnode at a cache miss (DEX §6; dm_offload.h)\n"
 			"  --cache-policy LIST   cache cells: of off,inner,dex (e.g. off,inner,dex); each cell on a\n"
 			"                        fresh tree; off = without dm_tree_use_cache; default workloads c,b,a,i,e\n"
 			"  --cache-pct LIST      cache sizes, %% of the tree's nodes after the load (default 1,8,100)\n"
@@ -2785,6 +2869,14 @@ main(int argc, char **argv)
 			if (*end || !(warmup_stable > 0) || warmup_stable > 1)
 			{
 				fprintf(stderr, "dmbench: bad --warmup-stable %s (percentage points, > 0)\n", v);
+				return 2;
+			}
+		}
+		else if (strcmp(a, "--offload") == 0 && v)
+		{
+			if ((offload_mode = dm_offload_mode_parse(argv[++i])) < 0)
+			{
+				fprintf(stderr, "dmbench: bad --offload %s (off, always or auto)\n", v);
 				return 2;
 			}
 		}

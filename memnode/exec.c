@@ -371,6 +371,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 	uint32_t	replen = 0;
 	int			status = DM_OK;
 	uint8_t    *b;
+	const uint8_t *repp = rep;
 
 	if (blen < sizeof(rh))
 		return -1;
@@ -383,7 +384,9 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 		return -1;
 	ctr->rpcs++;
 
-	if (status == DM_OK)
+	if (status == DM_OK && rh.code >= DM_RPC_OFF_LOOKUP && rh.code <= DM_RPC_OFF_LOAD)
+		status = mn_offload_rpc(ci, ctr, rh.code, args, &repp, &replen);	/* offload.c */
+	else if (status == DM_OK)
 	{
 		switch ((dm_rpc_code) rh.code)
 		{
@@ -530,7 +533,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 				}
 		}
 	}
-	if (status != DM_OK)
+	if (status != DM_OK && status != DM_ERR_FALLBACK)
 	{
 		ctr->requests_rejected++;
 		if (status == DM_ERR_PERMISSION)
@@ -539,12 +542,13 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 			mn_log_limited("client %s (identity \"%s\"): RPC %u refused: %s", ci->peer,
 						   ci->identity, rh.code, dm_strerror(status));
 		}
-		replen = 0;
 	}
+	if (status != DM_OK)
+		replen = 0;
 	if ((b = reply_begin(h, sizeof(rh) + replen, status, out, out_len, out_cap)) == NULL)
 		return -1;
 	memcpy(b, &rh, sizeof(rh));
-	memcpy(b + sizeof(rh), rep, replen);
+	memcpy(b + sizeof(rh), repp, replen);
 	return 0;
 }
 

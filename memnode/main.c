@@ -62,6 +62,9 @@ usage(FILE *f)
 			"  --hugepages on|off       back the region with huge pages (default off); needs\n"
 			"                           vm.nr_hugepages, and with --shm a hugetlbfs mount\n"
 			"  --threads N              worker threads serving connections (default 2)\n"
+			"  --offload-threads N      workers that may run offloaded tree operations at once;\n"
+			"                           more are declined (the client does them itself); 0 = no\n"
+			"                           offloading (default: half the workers, at least 1)\n"
 			"  --shm                    export the region as a shared-memory file that\n"
 			"                           co-located clients map (must run as their user)\n"
 			"  --shm-path PATH          the file to export (default\n"
@@ -164,6 +167,7 @@ parse_args(int argc, char **argv)
 		{"numa-node", required_argument, NULL, 'n'},
 		{"hugepages", required_argument, NULL, 'H'},
 		{"threads", required_argument, NULL, 't'},
+		{"offload-threads", required_argument, NULL, 'O'},
 		{"shm", no_argument, NULL, 'S'},
 		{"shm-path", required_argument, NULL, 'P'},
 		{"ucx", no_argument, NULL, 'U'},
@@ -191,6 +195,7 @@ parse_args(int argc, char **argv)
 	c->catalog_capacity = 4096;
 	c->numa_node = -1;
 	c->threads = 2;
+	c->offload_threads = -1;
 	c->max_connections = 4096;
 	c->handshake_timeout_ms = 10000;
 	c->poll_us = 50;
@@ -247,6 +252,10 @@ parse_args(int argc, char **argv)
 			case 't':
 				if (parse_int(optarg, 1, 256, &c->threads) < 0)
 					die_usage("invalid --threads \"%s\": expected 1..256", optarg);
+				break;
+			case 'O':
+				if (parse_int(optarg, 0, 256, &c->offload_threads) < 0)
+					die_usage("invalid --offload-threads \"%s\": expected 0..256", optarg);
 				break;
 			case 'S':
 				c->shm = 1;
@@ -382,6 +391,8 @@ main(int argc, char **argv)
 		return 1;
 	if (mn.cfg.ucx && mn_ucx_init() < 0)
 		return 1;
+	/* at most this many workers run offloaded operations at once (offload.c) */
+	mn_offload_init(mn.cfg.offload_threads >= 0 ? mn.cfg.offload_threads : (mn.cfg.threads + 1) / 2);
 	if (mn_region_create() < 0)
 	{
 		mn_region_close(0);

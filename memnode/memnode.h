@@ -25,6 +25,7 @@ typedef struct mn_config
 	int			numa_node;		/* -1 = no binding */
 	int			hugepages;
 	int			threads;
+	int			offload_threads;	/* workers that may run the offload executor at once; -1 = default */
 	int			shm;
 	char		shm_path[DM_SHM_PATH_LEN];	/* "" = default */
 	char		region_file[DM_SHM_PATH_LEN];	/* "" = none (or the --shm file) */
@@ -148,6 +149,13 @@ extern void mn_auth_batch_begin(const mn_conn_info *ci);
 extern void mn_auth_batch_end(const mn_conn_info *ci);
 /* After memory went back to the free pool: wait out batches checked before. */
 extern void mn_auth_quiesce(void);
+
+/* offload.c: the offload executor (DM_RPC_OFF_*) */
+extern void mn_offload_init(int nslots);
+extern int	mn_offload_slots(void);
+/* Run one; the reply args are at *rep (thread-local), *replen bytes. */
+extern int	mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const uint8_t *args,
+						   const uint8_t **rep, uint32_t *replen);
 
 extern uint64_t mn_mono_ns(void);
 extern uint64_t mn_unix_ns(void);

@@ -18,6 +18,12 @@
 # DM_TEST_TRANSPORT=ucx and UCX_TLS=tcp (NAME+ucx-tcp: get and atomics
 # emulated by the memnode's worker) and UCX_TLS=posix (NAME+ucx-posix:
 # shared memory; test/lib/testutil.h test_ucx).
+# The binaries in OFFLOAD_VARIANTS run a second time with TREE_OFFLOAD=always
+# (shown as NAME+offload): the tree tests with the memnode's offload
+# executor doing the operations (test/lib/testutil.h test_tree_offload);
+# they run at TREE_SCALE=25 (a quarter of the operations) unless
+# DM_TEST_OFFLOAD_LONG=1, which runs them whole and adds the long ones (the
+# model test, minutes).
 # Exit status 0 iff everything passed.
 set -u
 
@@ -27,6 +33,12 @@ AUTH_VARIANTS="test_robust"
 UCX_VARIANTS="test_rpc test_transport_sizes test_failure"
 UCX_VARIANTS_ALL="test_atomic test_fence test_robust test_tree_model test_tree_faults"
 [ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
+OFFLOAD_VARIANTS="test_tree_concurrency"
+offload_scale=25
+if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; then
+	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"
+	offload_scale=${TREE_SCALE:-100}
+fi
 logdir=build/test/logs
 mkdir -p "$logdir"
 
@@ -41,6 +53,7 @@ for f in build/test/unit/* build/test/integ/*; do
 	bins+=("$f")
 	case " $AUTH_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@auth") ;; esac
 	case " $UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-tcp" "$f@ucx-posix") ;; esac
+	case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload") ;; esac
 done
 if [ ${#bins[@]} -eq 0 ]; then
 	echo "run-c-tests: no test binaries found under build/test (run \`make standalone\` first)" >&2
@@ -57,16 +70,20 @@ for entry in "${bins[@]}"; do
 	auth=
 	transport=
 	tls=${UCX_TLS:-}
+	offload=
 	case "$entry" in
 		*@auth) name="$name+auth"; auth=1 ;;
 		*@ucx-*) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-} ;;
+		*@offload) name="$name+offload"; offload=always ;;
 	esac
 	tap="$logdir/$name.tap"
 	log="$logdir/$name.log"
 	start=$(date +%s.%N)
 	# -k: if the test ignores SIGTERM, SIGKILL it 10 s later (its memnodes
 	# die with it: they are started with PR_SET_PDEATHSIG)
-	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport env ${tls:+UCX_TLS=$tls} \
+	scale=${TREE_SCALE:-}
+	[ -n "$offload" ] && scale=$offload_scale
+	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport TREE_OFFLOAD=$offload TREE_SCALE=$scale env ${tls:+UCX_TLS=$tls} \
 		timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')

@@ -1147,6 +1147,13 @@ dm_tree_list(dm_client *c, uint16_t node_id, const dm_rpc_list_req *req,
 }
 
 int
+dm_client_rpc(dm_client *c, uint16_t node_id, uint32_t code, const void *req, uint32_t reqlen,
+			  void *rep, uint32_t min_replen, uint32_t replen, uint32_t *got_len)
+{
+	return rpc(c, node_id, code, req, reqlen, rep, min_replen, replen, got_len);
+}
+
+int
 dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out)
 {
 	return rpc(c, node_id, DM_RPC_STATS, NULL, 0, out, sizeof(*out), sizeof(*out), NULL);

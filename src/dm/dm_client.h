@@ -279,6 +279,30 @@ extern void dm_client_set_fault(dm_client *c, const dm_fault *f);
 extern uint64_t dm_client_steps(const dm_client *c);
 
 /*
+ * One RPC (codes of dm_proto.h): request args req/reqlen (at most 256
+ * bytes); the reply's args, between min_replen and replen bytes, land in
+ * rep and their length in *got_len (may be NULL).  The typed wrappers above
+ * use it; the offload client (dm_offload.c) too.
+ */
+extern int	dm_client_rpc(dm_client *c, uint16_t node_id, uint32_t code, const void *req,
+						  uint32_t reqlen, void *rep, uint32_t min_replen, uint32_t replen,
+						  uint32_t *got_len);
+
+/*
+ * An in-process client (dm_client_local.c) for the memnode's offload
+ * executor: its one connection, to memnode node_id, hands every frame to
+ * exec (the memnode's own request executor, which writes the reply frame
+ * to *out, growing it with free/aligned_alloc; 0, or -1 for a malformed
+ * frame) instead of a socket.  So the tree code runs in the memnode
+ * unchanged, and every batch it sends is validated, isolated and journaled
+ * like a tcp client's.
+ */
+typedef int (*dm_local_exec_fn) (void *arg, const uint8_t *frame, uint8_t **out,
+								 uint32_t *out_len, uint32_t *out_cap);
+extern dm_client *dm_client_create_local(uint16_t node_id, uint64_t region_size, uint64_t chunk_size,
+										 dm_local_exec_fn exec, void *arg);
+
+/*
  * Lower-level: send a raw frame and read the raw reply (tests of the
  * protocol use this).  body/len is the request body; the reply header and
  * body land in rep_hdr and rep_body (capacity rep_cap).

@@ -43,6 +43,13 @@ typedef struct dm_conn
 	uint32_t	scap;
 	uint8_t    *rbuf;
 	uint32_t	rcap;
+	/*
+	 * In-process connection (dm_client_local.c): frames go to this function
+	 * instead of a socket, its reply waits in rbuf for the receive.
+	 */
+	dm_local_exec_fn local_exec;
+	void	   *local_arg;
+	int			local_ready;
 	/* dm_post bookkeeping: indexes of this conn's ops in the caller's array */
 	int		   *idx;
 	int			nidx;

@@ -142,7 +142,13 @@ dm_rpc_request_size(uint32_t code)
 		case DM_RPC_SLAB_FREE:
 			return (int) sizeof(dm_rpc_slab_free_req);
 		case DM_RPC_STATS:
+		case DM_RPC_OFF_LOAD:
 			return 0;
+		case DM_RPC_OFF_LOOKUP:
+		case DM_RPC_OFF_SCAN:
+		case DM_RPC_OFF_INSERT:
+		case DM_RPC_OFF_DELETE:
+			return (int) sizeof(dm_rpc_off_req);
 	}
 	return -1;
 }

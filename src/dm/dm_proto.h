@@ -158,6 +158,12 @@ typedef enum dm_rpc_code
 	DM_RPC_STATS = 9,
 	DM_RPC_SLAB_ALLOC = 10,
 	DM_RPC_SLAB_FREE = 11,
+	/* the offload executor (memnode/offload.c, src/dm/dm_tree_exec.c) */
+	DM_RPC_OFF_LOOKUP = 12,
+	DM_RPC_OFF_SCAN = 13,
+	DM_RPC_OFF_INSERT = 14,
+	DM_RPC_OFF_DELETE = 15,
+	DM_RPC_OFF_LOAD = 16,
 	/*
 	 * 20: the ucx transport's attach (dm_ucx.c): how to reach the region
 	 * one-sidedly.  Only after the handshake, i.e. after authentication:
@@ -168,7 +174,7 @@ typedef enum dm_rpc_code
 	DM_RPC_UCX_ATTACH = 20
 } dm_rpc_code;
 
-#define DM_RPC_CODE_MAX DM_RPC_SLAB_FREE
+#define DM_RPC_CODE_MAX DM_RPC_OFF_LOAD
 
 typedef struct dm_rpc_hdr
 {
@@ -243,6 +249,69 @@ typedef struct dm_rpc_list_rep
 	uint32_t	next_slot;		/* where to continue; == capacity when done */
 	/* followed by count dm_tree_info */
 } dm_rpc_list_rep;
+
+/*
+ * Offloaded operations (DM_RPC_OFF_LOOKUP..DELETE): run the rest of an
+ * operation on the memnode's CPU from node `start` (at `level`, on this
+ * memnode) down to the leaves, with the tree parameters the client's handle
+ * has (the memnode keeps no per-tree state).  LOOKUP and SCAN return the
+ * entries in [lo, hi] (lo_incl / hi_incl; LOOKUP: of one key) from lo
+ * upwards, at most max; INSERT and DELETE change the one entry lo.  Reply:
+ * dm_rpc_off_rep, then `count` dm_entry.  Status DM_ERR_FALLBACK: nothing
+ * was changed; do the operation one-sided.
+ */
+typedef struct dm_entry_wire
+{
+	uint64_t	key;
+	uint64_t	tid;
+} dm_entry_wire;				/* a dm_tree.h dm_entry (this header does not include it) */
+
+#define DM_OFF_MAX_ENTRIES 4096	/* entries per SCAN reply */
+#define DM_OFF_MAX_CHANGED 4	/* nodes an offloaded write may change */
+
+typedef struct dm_rpc_off_req
+{
+	uint64_t	tree_id;
+	dm_gaddr	start;			/* the node to start from (a node of this memnode) */
+	uint64_t	writer;			/* the client's writer word (writes are fenced by it) */
+	dm_gaddr	fence;			/* the tree's fence word on this memnode (writes) */
+	dm_entry_wire lo;			/* the entry (INSERT, DELETE) or the lower bound */
+	dm_entry_wire hi;			/* upper bound (SCAN, LOOKUP) */
+	uint32_t	level;			/* level of start */
+	uint32_t	max;			/* SCAN/LOOKUP: entries at most (1..DM_OFF_MAX_ENTRIES) */
+	uint32_t	node_size;
+	uint32_t	lock_timeout_ms;
+	uint32_t	flags;			/* DM_OFF_LO_INCL, DM_OFF_HI_INCL */
+	uint32_t	pad;
+} dm_rpc_off_req;
+
+#define DM_OFF_LO_INCL	0x1
+#define DM_OFF_HI_INCL	0x2
+
+typedef struct dm_rpc_off_rep
+{
+	uint32_t	count;			/* entries that follow */
+	uint32_t	done;			/* SCAN/LOOKUP: 1 = nothing more in range; INSERT/DELETE: existed */
+	dm_entry_wire resume;		/* SCAN/LOOKUP not done: continue with entries > resume */
+	uint32_t	nchanged;		/* nodes this operation wrote (the client invalidates its copies) */
+	uint32_t	inflight;		/* offloads running on the memnode when this one ended */
+	uint32_t	slots;			/* offloads that may run at once there */
+	uint32_t	start_level;	/* the start node's level as the executor found it */
+	dm_gaddr	changed[DM_OFF_MAX_CHANGED];
+	uint64_t	exec_ns;		/* time the executor spent on it */
+} dm_rpc_off_rep;
+
+/* DM_RPC_OFF_LOAD: the executor's load (no request args). */
+typedef struct dm_rpc_off_load_rep
+{
+	uint32_t	slots;			/* --offload-threads: offloads that may run at once (0 = none) */
+	uint32_t	inflight;		/* running now */
+	uint64_t	offloads;		/* executed since start */
+	uint64_t	declined_busy;	/* answered DM_ERR_FALLBACK because every slot was taken */
+	uint64_t	fallbacks;		/* answered DM_ERR_FALLBACK for a structural reason */
+	uint64_t	busy_ns;		/* summed executor time */
+	uint64_t	uptime_ns;
+} dm_rpc_off_load_rep;
 
 /* Memnode-wide statistics, as returned by DM_RPC_STATS. */
 typedef struct dm_node_stats

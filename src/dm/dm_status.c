@@ -34,6 +34,7 @@ dm_strerror(int status)
 		case DM_ERR_FENCED: return "the tree is written by another writer now";
 		case DM_ERR_AUTH: return "authentication with memory node failed";
 		case DM_ERR_PERMISSION: return "memory or tree belongs to another identity";
+		case DM_ERR_FALLBACK: return "offloaded operation declined by the memory node";
 	}
 	return "unknown error";
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "dm_offload.h"
 #include "dm_tree_int.h"
 
 #define MAX_RESTARTS 10000
@@ -239,6 +240,7 @@ dm_tree_close(dm_tree *t)
 	{
 		free(t->hints);
 		dm_tree_wlog_free(t);
+		dm_offload_free(t->off);
 	}
 	free(t);
 }
@@ -271,6 +273,7 @@ dm_tree_destroy(dm_tree *t)
 	if (t->cache)
 		dm_cache_invalidate_tree(t->cache, t->ctag);
 	free(t->hints);
+	dm_offload_free(t->off);
 	free(t);
 	return DM_OK;
 }
@@ -494,6 +497,8 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 		int			via_right = 0;
 		dm_entry	came_high = DM_ENTRY_MIN;
 
+		if (restarts > 0 && t->exec_active)
+			return dm_tree_fail(t, DM_ERR_FALLBACK, "the start node no longer covers the entry");
 		if (restarts > 0)
 		{
 			t->ctr.restarts++;
@@ -504,7 +509,13 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				nanosleep(&ts, NULL);
 			}
 		}
-		if (addr == 0)
+		if (t->exec_active)
+		{
+			/* the executor starts below the root: it may move right, never grows the root */
+			addr = t->exec_start;
+			top = 0;
+		}
+		else if (addr == 0)
 		{
 			if ((rc = dm_tree_read_root(t, &addr)) != DM_OK)
 				return rc;
@@ -545,7 +556,9 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 			int			empty_range = via_right && !no_read && level == 0 && h->level == 0 &&
 				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(h->low, came_high) == 0;
 
-			if (((h->flags & DM_NODE_DEAD) && !empty_range) || left_of_low || h->level < level)
+			if (((h->flags & DM_NODE_DEAD) && !empty_range) || left_of_low || h->level < level ||
+				(t->exec_active && addr == t->exec_start &&
+				 (t->exec_seen_level = h->level, t->exec_level >= 0 && h->level != t->exec_level)))
 				break;			/* stale: start over from the root word */
 			if (right_of_high)
 			{
@@ -562,6 +575,8 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 					dm_cache_invalidate(t->cache, t->ctag, stale_suspect);
 					stale_suspect = 0;
 				}
+				if (t->exec_active && (rc = dm_tree_exec_check(t, right, "right sibling")) != DM_OK)
+					return rc;
 				came_high = h->high;
 				via_right = 1;
 				if ((rc = dm_node_fetch(t, right, h->level, DM_FETCH_CTX_NONE, buf, &frame)) != DM_OK)
@@ -592,6 +607,8 @@ descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gadd
 				stale_suspect = frame != DM_FRAME_NONE &&
 					dm_tree_node_class(t, h) != DM_OWN_OWNED ? addr : 0;
 				ctx.suspect = stale_suspect;
+				if (t->exec_active && (rc = dm_tree_exec_check(t, child, "child")) != DM_OK)
+					return rc;
 
 				/*
 				 * A writer locks the node next, which reads it again: stop at
@@ -686,6 +703,11 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 			 * sibling dead (dm_tree_reclaim.c): we hold its left
 			 * neighbour, so finish it and start over.
 			 */
+			if (t->exec_active && (rc = dm_tree_exec_check(t, right, "right sibling")) != DM_OK)
+			{
+				dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+				return rc;
+			}
 			if (level == 0)
 			{
 				uint8_t    *rbuf = aligned_alloc(8, t->node_size);
@@ -704,6 +726,13 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 				}
 				dead = (NODE_HDR(rbuf)->flags & DM_NODE_DEAD) && NODE_HDR(rbuf)->level == level &&
 					dm_entry_cmp(NODE_HDR(rbuf)->low, h->high) == 0;
+				if (dead && t->exec_active)
+				{
+					/* the executor changes one node at a time: a client finishes unlinks */
+					free(rbuf);
+					dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+					return dm_tree_fail(t, DM_ERR_FALLBACK, "an unlink is to be finished");
+				}
 				if (dead)
 					rc = dm_tree_finish_unlink(t, wl, buf, rbuf);
 				free(rbuf);
@@ -817,6 +846,8 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 				continue;		/* fenced off: nothing written, redo from a fresh copy */
 			if (rc != DM_OK)
 				goto out;
+			if (removed > 0 && t->exec_active)
+				dm_tree_exec_note_changed(t, addr);
 			if (changed)
 				*changed += removed;
 			i = j;
@@ -865,6 +896,8 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 				continue;
 			if (rc != DM_OK)
 				goto out;
+			if (t->exec_active)
+				dm_tree_exec_note_changed(t, addr);
 			if (changed)
 				*changed += added;
 			i = j;
@@ -872,6 +905,13 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 		}
 
 		/* split: the upper half goes to a new right node */
+		if (t->exec_active)
+		{
+			/* a structural change: the executor leaves it to the client */
+			dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
+			rc = dm_tree_fail(t, DM_ERR_FALLBACK, "the leaf must be split");
+			goto out;
+		}
 		{
 			int			half = split_point(merged, m, level, cap);
 			int			was_root = dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0 &&
@@ -1020,7 +1060,11 @@ int
 dm_tree_insert(dm_tree *t, dm_entry e, int *existed)
 {
 	int			changed = 0;
-	int			rc = apply_entries(t, &e, 1, 0, &changed);
+	int			rc;
+
+	if (dm_offload_wanted(t))
+		return dm_offload_write(t, e, 0, existed);
+	rc = apply_entries(t, &e, 1, 0, &changed);
 
 	if (rc == DM_OK && existed)
 		*existed = changed == 0;
@@ -1031,7 +1075,11 @@ int
 dm_tree_delete(dm_tree *t, dm_entry e, int *existed)
 {
 	int			changed = 0;
-	int			rc = apply_entries(t, &e, 1, 1, &changed);
+	int			rc;
+
+	if (dm_offload_wanted(t))
+		return dm_offload_write(t, e, 1, existed);
+	rc = apply_entries(t, &e, 1, 1, &changed);
 
 	if (rc == DM_OK && existed)
 		*existed = changed != 0;

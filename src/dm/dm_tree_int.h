@@ -81,6 +81,22 @@ struct dm_tree
 	dm_entry	own_lo[DM_PART_MAX];
 	dm_entry	own_hi[DM_PART_MAX];	/* DM_ENTRY_INF: to the end */
 
+	/*
+	 * Offload executor mode (dm_tree_exec.c): the handle runs inside a
+	 * memnode, starts its descents at exec_start (level exec_level) instead
+	 * of the root, never leaves exec_memnode, splits nothing, and answers
+	 * DM_ERR_FALLBACK whenever the operation needs more than that.
+	 */
+	int			exec_active;
+	dm_gaddr	exec_start;
+	int			exec_level;		/* -1: not known */
+	int			exec_seen_level;	/* the start node's level as found */
+	uint16_t	exec_memnode;
+	int			exec_nchanged;	/* nodes written so far (at most DM_OFF_MAX_CHANGED kept) */
+	dm_gaddr	exec_changed[DM_OFF_MAX_CHANGED];
+	/* offloading on the client side (dm_offload.c); NULL = off */
+	struct dm_offload *off;
+
 	/* read-only replica mode (dm_tree_replica.c) */
 	int			replica;		/* refuse every remote write, lock, allocation, free */
 	int			replica_coherent;	/* every remote write reaches the cache as an invalidation */
@@ -251,6 +267,20 @@ extern int	dm_tree_fence_op(dm_tree *t, dm_op *op, uint16_t mn);
 extern int	dm_tree_fenced_off(dm_tree *t, const dm_op *op);
 extern int	dm_tree_writer_load(dm_tree *t, const uint64_t *meta);
 extern int	dm_tree_writer_create(dm_tree *t, uint64_t *meta);
+
+/* dm_tree_exec.c */
+/* A node the executor wrote (reported back to the client, which drops its cached copy). */
+extern void dm_tree_exec_note_changed(dm_tree *t, dm_gaddr addr);
+/*
+ * Executor mode: may the descent go to addr (same memnode)?  DM_OK, or
+ * DM_ERR_FALLBACK with the reason in t->err.
+ */
+extern int	dm_tree_exec_check(dm_tree *t, dm_gaddr addr, const char *what);
+
+/* dm_offload.c (client side) */
+extern void dm_offload_free(struct dm_offload *o);
+/* The handle offloads and is not running an operation's one-sided path for it. */
+extern int	dm_offload_wanted(const dm_tree *t);
 
 /* dm_tree.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */

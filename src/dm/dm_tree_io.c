@@ -138,6 +138,12 @@ dm_node_read(dm_tree *t, dm_gaddr addr, void *buf)
 		if (dm_node_valid(buf, t->node_size, t->info.tree_id))
 			return DM_OK;
 		t->ctr.read_retries++;
+		/*
+		 * The offload executor occupies a memnode worker: it neither waits
+		 * long for a node mid-write nor repairs one (a client does).
+		 */
+		if (t->exec_active && k >= 64)
+			return dm_tree_fail(t, DM_ERR_FALLBACK, "node at 0x%llx is being written", (unsigned long long) addr);
 		backoff(k);
 	}
 
@@ -414,6 +420,13 @@ dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held)
 			return DM_OK;
 		}
 		t->ctr.lock_retries++;
+		/*
+		 * The executor must not wait for a lock long: its holder's unlock
+		 * may be queued behind it on the same memnode worker.
+		 */
+		if (t->exec_active && k >= 32)
+			return dm_tree_fail(t, DM_ERR_FALLBACK, "node 0x%llx is locked by another writer",
+								(unsigned long long) addr);
 
 		/*
 		 * A holder that keeps the same lock value for lock_timeout has died

@@ -82,10 +82,11 @@ typedef enum dm_status
 	DM_ERR_REPLICA = 22,		/* a write through a read-only (replica) tree handle */
 	DM_ERR_FENCED = 23,			/* another writer took the tree over (dm_tree_writer.c) */
 	DM_ERR_AUTH = 24,			/* authentication failed (either side) */
-	DM_ERR_PERMISSION = 25		/* memory or tree of another identity */
+	DM_ERR_PERMISSION = 25,		/* memory or tree of another identity */
+	DM_ERR_FALLBACK = 26		/* offload declined (split needed, busy...): do it one-sided */
 } dm_status;
 
-#define DM_STATUS_MAX DM_ERR_PERMISSION
+#define DM_STATUS_MAX DM_ERR_FALLBACK
 
 extern const char *dm_strerror(int status);
 

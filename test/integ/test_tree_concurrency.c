@@ -54,6 +54,7 @@
 
 #include "dm_client.h"
 #include "dm_region.h"
+#include "dm_offload.h"
 #include "dm_tree.h"
 #include "entrymodel.h"
 #include "testutil.h"
@@ -129,6 +130,7 @@ typedef struct child_report
 	uint64_t	scans;
 	uint64_t	scanned;		/* entries returned to scanners */
 	dm_tree_counters ctr;
+	dm_offload_counters off;	/* TREE_OFFLOAD */
 	uint64_t	nfinal;
 } child_report;
 
@@ -232,6 +234,8 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 		cfail(rep, "%s: open_existing: %s", who, dm_strerror(rc));
 		return 1;
 	}
+	/* TREE_OFFLOAD=always: even writers offload, odd ones write one-sided beside them */
+	test_tree_offload(t, w);
 	/* check in, then wait for everybody (EOF on the go pipe) */
 	if (write(ready_fd, &x, 1) != 1 || read(go_fd, &x, 1) != 0)
 	{
@@ -368,6 +372,7 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 	memcpy(sh->final[w - 1], mine.e, mine.n * sizeof(dm_entry));
 	rep->nfinal = mine.n;
 	dm_tree_get_counters(t, &rep->ctr);
+	dm_tree_offload_counters(t, &rep->off);
 	dm_tree_close(t);
 	dm_client_destroy(c);
 	return rep->failed;
@@ -422,6 +427,7 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 		cfail(rep, "%s: open_existing: %s", who, dm_strerror(rc));
 		return 1;
 	}
+	test_tree_offload(t, s);	/* lookups of stable entries offloaded (even scanners) */
 	if (write(ready_fd, &x, 1) != 1 || read(go_fd, &x, 1) != 0)
 	{
 		cfail(rep, "%s: start barrier broken", who);
@@ -534,6 +540,7 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 		}
 	}
 	dm_tree_get_counters(t, &rep->ctr);
+	dm_tree_offload_counters(t, &rep->off);
 	dm_tree_close(t);
 	dm_client_destroy(c);
 	return rep->failed;
@@ -565,6 +572,8 @@ run_scenario(const tcfg *cf)
 				deadline;
 	dm_node_stats ns;
 	dm_tree_counters tot;
+	uint64_t	offloads = 0,
+				fallbacks = 0;
 
 	if (!CHECK(c != NULL, "%s: client connects", cf->name))
 		return;
@@ -666,6 +675,15 @@ run_scenario(const tcfg *cf)
 		tot.splits += r->ctr.splits;
 		tot.root_grows += r->ctr.root_grows;
 		tot.restarts += r->ctr.restarts;
+		offloads += r->off.offloads;
+		fallbacks += r->off.fallbacks;
+	}
+	if (test_offload_mode() != DM_OFFLOAD_OFF)
+	{
+		tap_diag("%s: %" PRIu64 " operations offloaded, %" PRIu64 " fell back", cf->name, offloads, fallbacks);
+		/* the executor wrote beside one-sided writers (odd ones) and split nothing itself */
+		CHECK(offloads > 0 && fallbacks > 0, "%s: offloaded operations ran (%" PRIu64 ") and some fell back (%" PRIu64 ")",
+			  cf->name, offloads, fallbacks);
 	}
 	tap_diag("%s: counters over all children: %" PRIu64 " node reads, %" PRIu64 " read retries (torn/locked), %" PRIu64
 			 " lock retries, %" PRIu64 " splits, %" PRIu64 " root grows, %" PRIu64 " restarts, %" PRIu64 " takeovers",
@@ -740,7 +758,8 @@ run_scenario(const tcfg *cf)
 int
 main(void)
 {
-	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M", NULL};
+	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M",
+	"--offload-threads", "2", NULL};
 
 	tree_test_env(&g_seed, &g_scale);
 

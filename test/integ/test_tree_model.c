@@ -51,7 +51,8 @@
 #include <unistd.h>
 
 #include "dm_client.h"
-#include "dm_node.h"			/* the tree's node struct and dm_node_seal: for sealed corruption */
+#include "dm_node.h"
+#include "dm_offload.h"			/* the tree's node struct and dm_node_seal: for sealed corruption */
 #include "dm_region.h"
 #include "dm_tree.h"
 #include "entrymodel.h"
@@ -1021,6 +1022,9 @@ run_model(const tcfg *cf, uint32_t ns)
 		return;
 	}
 	CHECK(dm_tree_node_size(t) == ns, "%s: node size %u", label, dm_tree_node_size(t));
+	/* TREE_OFFLOAD=always: the same model run with the memnode's executor doing the work */
+	if (test_tree_offload(t, -1) != DM_OFFLOAD_OFF)
+		tap_diag("%s: offload %s", label, dm_offload_mode_name(test_offload_mode()));
 
 	/* an empty tree */
 	check_all(t, &m, "empty");
@@ -1070,6 +1074,19 @@ run_model(const tcfg *cf, uint32_t ns)
 	phase_random(t, &m, scaled(3000 * big), 55, 20);
 	check_nofail("%s: refill after emptying: %d random ops match the model", label, scaled(3000 * big));
 	check_all(t, &m, "refilled");
+	if (test_offload_mode() == DM_OFFLOAD_ALWAYS)
+	{
+		dm_offload_counters oc;
+
+		dm_tree_offload_counters(t, &oc);
+		tap_diag("%s: %" PRIu64 " operations offloaded, %" PRIu64 " fell back", label,
+				 oc.offloads, oc.fallbacks);
+		/* inserts that split fall back; the rest, and every lookup, ran on the memnode */
+		CHECK(oc.offloads > 0 && oc.offloads > oc.fallbacks,
+			  "%s: the executor did most operations (%" PRIu64 " offloaded, %" PRIu64 " fell back)",
+			  label, oc.offloads, oc.fallbacks);
+		CHECK(oc.fallbacks > 0, "%s: splits fell back to the client (%" PRIu64 ")", label, oc.fallbacks);
+	}
 
 	/* destroy returns every chunk and removes the catalog entry */
 	rc = dm_tree_destroy(t);
@@ -2135,7 +2152,8 @@ out:
 int
 main(void)
 {
-	const char *const args[] = {"--id", "1", "--shm", "--size", "512M", "--chunk-size", "1M", NULL};
+	const char *const args[] = {"--id", "1", "--shm", "--size", "512M", "--chunk-size", "1M",
+	"--offload-threads", "2", NULL};
 	const char *const args_small[] = {"--id", "2", "--shm", "--size", "16M", "--chunk-size", "1M",
 	"--catalog-size", "16", NULL};
 	uint64_t	t0 = now_ns();

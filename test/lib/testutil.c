@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "dm_client.h"
+#include "dm_offload.h"
 #include "dm_types.h"
 
 /* ---- TAP --------------------------------------------------------------- */
@@ -588,4 +589,25 @@ test_raw_recv(int fd, void *buf, size_t len)
 		len -= (size_t) n;
 	}
 	return 0;
+}
+
+int
+test_offload_mode(void)
+{
+	const char *m = getenv("TREE_OFFLOAD");
+	int			mode = m ? dm_offload_mode_parse(m) : DM_OFFLOAD_OFF;
+
+	return mode < 0 ? DM_OFFLOAD_OFF : mode;
+}
+
+int
+test_tree_offload(struct dm_tree *t, int idx)
+{
+	int			mode = test_offload_mode();
+
+	if (mode == DM_OFFLOAD_ALWAYS && idx >= 0 && (idx & 1))
+		mode = DM_OFFLOAD_OFF;
+	if (dm_tree_set_offload(t, mode) != DM_OK)
+		return -1;
+	return mode;
 }

@@ -94,4 +94,16 @@ extern uint64_t now_ns(void);
  */
 extern int	wait_pid_deadline(pid_t pid, uint64_t deadline);
 
+/*
+ * Offloading as a parameter of the tree tests: TREE_OFFLOAD=off|always|auto
+ * (default off) sets that mode on a tree handle (dm_offload.h).  idx picks
+ * who offloads: with "always", handles with an odd idx stay one-sided, so
+ * one-sided writers and the memnode's executor run at once (idx < 0: this
+ * handle follows the setting).  Returns the mode applied.
+ */
+struct dm_tree;
+extern int	test_tree_offload(struct dm_tree *t, int idx);
+/* The mode TREE_OFFLOAD asks for (0 = off). */
+extern int	test_offload_mode(void);
+
 #endif

@@ -1,0 +1,171 @@
+/*
+ * offload.c — the memnode's offload executor (DEX §6; DESIGN.md §3): the
+ * RPCs DM_RPC_OFF_LOOKUP/SCAN/INSERT/DELETE run the rest of a tree
+ * operation from a node of this memnode down to the leaves on this CPU,
+ * and DM_RPC_OFF_LOAD reports how busy the executor is.
+ *
+ * The tree code is the clients' own (src/dm/dm_tree_exec.c): a handle in
+ * executor mode on an in-process client (dm_client_local.c) whose every
+ * frame goes through mn_exec_frame() with the caller's connection info.
+ * So the executor's batches are bounds-checked, confined to the caller's
+ * identity's trees (auth.c) and journaled exactly like that client's tcp
+ * batches, and its lock words and version guards are the ones clients use.
+ * Over tcp and shm the memnode CPU's atomics are the same memory's atomics
+ * that tcp batches (run by these workers) and shm clients (mapping the
+ * region) use, so the executor and one-sided clients are mutually safe.
+ * With RDMA NICs they are not (NAM paper §3): a ucx/RDMA transport would
+ * have to run the executor's atomics through the NIC (loopback), which the
+ * in-process client is the place for.
+ *
+ * Threads (--offload-threads N).  The executor runs on the worker thread
+ * that received the RPC, but at most N of them at once: an offload that
+ * finds every slot taken is answered DM_ERR_FALLBACK at once (the client
+ * does it one-sided), so offloads can never occupy more than N workers and
+ * the others keep serving one-sided batches; an executor never waits long
+ * for a lock either (dm_tree_io.c: its holder's unlock may be queued on the
+ * same worker).  N = 0 disables offloading.  Default: half the workers,
+ * at least one.  Each reply and DM_RPC_OFF_LOAD carry the load (offloads
+ * in flight, summed executor time) that clients' policies weigh (DEX §6.1).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_offload.h"
+#include "memnode.h"
+
+static int	slots;
+static int	inflight;			/* atomic */
+static uint64_t n_offloads;		/* atomic counters */
+static uint64_t n_busy;
+static uint64_t n_fallbacks;
+static uint64_t busy_ns;
+
+/* per worker thread: the in-process client and the connection it speaks for */
+static __thread dm_client *tl_client;
+static __thread mn_conn_info tl_ci;
+static __thread mn_counters *tl_ctr;
+static __thread uint8_t *tl_rep;
+
+void
+mn_offload_init(int nslots)
+{
+	slots = nslots;
+}
+
+int
+mn_offload_slots(void)
+{
+	return slots;
+}
+
+static int
+local_exec(void *arg, const uint8_t *frame, uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
+{
+	(void) arg;
+	return mn_exec_frame(&tl_ci, tl_ctr, frame, out, out_len, out_cap);
+}
+
+static dm_client *
+client(void)
+{
+	dm_node_info ni;
+
+	/* a connection broken by an error stays broken: start a new one */
+	if (tl_client && (dm_client_node_info(tl_client, 0, &ni) != DM_OK || ni.status != DM_OK))
+	{
+		dm_client_destroy(tl_client);
+		tl_client = NULL;
+	}
+	if (tl_client == NULL)
+		tl_client = dm_client_create_local(mn.region.node_id, mn.region.size,
+										   mn.region.sb->chunk_size, local_exec, NULL);
+	return tl_client;
+}
+
+/* The tree must be one of the caller's (with authentication). */
+static int
+own_tree(const mn_conn_info *ci, uint64_t tree_id)
+{
+	uint64_t	ident;
+	int			rc = DM_OK;
+
+	if (ci->ident == 0)
+		return DM_OK;
+	pthread_mutex_lock(&mn.region_lock);
+	if (dm_region_tree_owner(&mn.region, tree_id, &ident) != DM_OK || ident != ci->ident)
+		rc = DM_ERR_PERMISSION;
+	pthread_mutex_unlock(&mn.region_lock);
+	return rc;
+}
+
+int
+mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const uint8_t *args,
+			   const uint8_t **rep, uint32_t *replen)
+{
+	dm_rpc_off_req req;
+	dm_rpc_off_rep *orep;
+	dm_tree    *t = NULL;
+	dm_client  *c;
+	uint64_t	t0;
+	int			rc,
+				now;
+
+	*replen = 0;
+	if (tl_rep == NULL &&
+		(tl_rep = malloc(sizeof(dm_rpc_off_rep) + DM_OFF_MAX_ENTRIES * sizeof(dm_entry))) == NULL)
+		return DM_ERR_NOMEM;
+	*rep = tl_rep;
+	if (code == DM_RPC_OFF_LOAD)
+	{
+		dm_rpc_off_load_rep lr = {
+			.slots = (uint32_t) slots,
+			.inflight = (uint32_t) __atomic_load_n(&inflight, __ATOMIC_RELAXED),
+			.offloads = __atomic_load_n(&n_offloads, __ATOMIC_RELAXED),
+			.declined_busy = __atomic_load_n(&n_busy, __ATOMIC_RELAXED),
+			.fallbacks = __atomic_load_n(&n_fallbacks, __ATOMIC_RELAXED),
+			.busy_ns = __atomic_load_n(&busy_ns, __ATOMIC_RELAXED),
+			.uptime_ns = mn_mono_ns() - mn.start_mono_ns};
+
+		memcpy(tl_rep, &lr, sizeof(lr));
+		*replen = sizeof(lr);
+		return DM_OK;
+	}
+	memcpy(&req, args, sizeof(req));
+	if ((rc = own_tree(ci, req.tree_id)) != DM_OK)
+		return rc;
+	now = __atomic_add_fetch(&inflight, 1, __ATOMIC_ACQ_REL);
+	if (now > slots)
+	{
+		__atomic_sub_fetch(&inflight, 1, __ATOMIC_ACQ_REL);
+		__atomic_add_fetch(&n_busy, 1, __ATOMIC_RELAXED);
+		return DM_ERR_FALLBACK;
+	}
+	t0 = mn_mono_ns();
+	tl_ci = *ci;
+	tl_ci.close_after_reply = 0;
+	tl_ctr = ctr;
+	orep = (dm_rpc_off_rep *) tl_rep;
+	if ((c = client()) == NULL)
+		rc = DM_ERR_NOMEM;
+	else if ((rc = dm_tree_exec_open(c, mn.region.node_id, &req, &t)) == DM_OK)
+	{
+		rc = dm_tree_exec_run(t, code, &req, orep, (dm_entry *) (tl_rep + sizeof(*orep)));
+		if (rc != DM_OK && rc != DM_ERR_FALLBACK && rc != DM_ERR_FENCED)
+			mn_log(LOG_DEBUG, "offloaded request %u from %s failed: %s (%s)", code, ci->peer,
+				   dm_strerror(rc), dm_tree_exec_error(t));
+		dm_tree_close(t);
+	}
+	orep->inflight = (uint32_t) __atomic_load_n(&inflight, __ATOMIC_RELAXED);
+	orep->slots = (uint32_t) slots;
+	orep->exec_ns = mn_mono_ns() - t0;
+	__atomic_add_fetch(&busy_ns, orep->exec_ns, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&inflight, 1, __ATOMIC_ACQ_REL);
+	if (rc == DM_OK)
+	{
+		__atomic_add_fetch(&n_offloads, 1, __ATOMIC_RELAXED);
+		*replen = (uint32_t) (sizeof(*orep) + orep->count * sizeof(dm_entry));
+	}
+	else if (rc == DM_ERR_FALLBACK)
+		__atomic_add_fetch(&n_fallbacks, 1, __ATOMIC_RELAXED);
+	return rc;
+}

@@ -1,0 +1,557 @@
+/*
+ * dm_offload.c — the client's side of offloading (DEX §6): where an
+ * operation can be handed to a memnode, whether it should be, the RPC, and
+ * keeping the compute-side cache coherent with what the executor wrote.
+ *
+ * Where.  The descent walks the cached nodes from the root (no remote
+ * read); the first node not in the cache, N at level L, is where the
+ * one-sided path would start paying round trips: the rest of the operation
+ * can run on N's memnode instead (placement keeps the level-M subtree of N
+ * there; the executor falls back if it has to leave it).  Without a cache
+ * N is the root.  A path cached down to the leaf is never offloaded.  Only
+ * a subtree whose key range this instance owns is offloaded (DEX §6.2):
+ * shared nodes are written by other instances and their cached copies may
+ * be stale.
+ *
+ * Whether (DM_OFFLOAD_AUTO, DEX §6.1).  Offload when the moving average of
+ * an offload's latency l_p, inflated by the memnode's queue (offloads in
+ * flight per executor slot, from every reply), beats (L+1) x (l_o + l_s) x
+ * c: l_o the moving average of one remote node read (one-sided operations
+ * timed per round trip), l_s a local node search (0.3 us) and c = 1.2 the
+ * cache's own costs.  With probability 1/128 the contrary choice is taken,
+ * so both estimates stay fresh when the workload changes.  A memnode whose
+ * executor was busy more than 85% of the time since its last load report
+ * (DM_RPC_OFF_LOAD, read at most every 100 ms) is not sent more: DEX's
+ * Figure 5, where offloading everything saturates the memory side.
+ *
+ * Coherence (DEX §6.2).  While the offload runs, N is registered in the
+ * cache as being fetched (the I/O flag, dm_cache_admit_begin): another
+ * process of this instance that reaches N reads it remotely instead of
+ * admitting it, and one that wants to write N through the cache waits.
+ * The executor returns the nodes it wrote; their cached copies are dropped
+ * before the operation returns, so an operation that starts after it sees
+ * the change.  A remote read another process did before the executor's
+ * write and admits after that drop could still leave a stale copy: the
+ * generation check of dm_cache_invalidate_nodes (key ranges branch) closes
+ * that; invalidate_changed() is the one place to switch to it.  A stale
+ * owned copy cannot corrupt the tree either way: a write from it fails its
+ * version guard (dm_tree_io.c) and is redone from a fresh read.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dm_offload.h"
+#include "dm_tree_int.h"
+
+#define LOCAL_SEARCH_NS 300		/* l_s */
+#define COST_C_NUM 6			/* c = 6/5 */
+#define COST_C_DEN 5
+#define EXPLORE_MASK 127		/* contrary choice with probability 1/128 (DEX: ~1%) */
+#define EWMA_SHIFT 4			/* moving average over ~16 samples */
+#define LOAD_INTERVAL_NS 100000000ull
+#define BUSY_LIMIT_PCT 85
+#define LOOKUP_MAX 64			/* tids one offloaded lookup returns (more: one-sided) */
+
+typedef struct mn_load
+{
+	uint16_t	memnode;
+	uint64_t	last_ns;		/* when last reported */
+	uint64_t	busy_ns;
+	uint64_t	uptime_ns;
+	uint32_t	slots;
+	uint32_t	inflight;		/* from the last reply */
+	uint32_t	busy_pct;
+} mn_load;
+
+struct dm_offload
+{
+	int			mode;
+	int			local;			/* running the one-sided path for it: no offload */
+	uint64_t	rng;
+	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
+	uint64_t	read_ns;		/* l_o (0 = no sample yet) */
+	int			root_level;		/* level of the node at root_addr; -1 unknown */
+	dm_gaddr	root_addr;
+	mn_load		load[DM_TREE_MAX_MEMNODES];
+	dm_offload_counters ctr;
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void
+ewma(uint64_t *avg, uint64_t sample)
+{
+	if (*avg == 0)
+		*avg = sample ? sample : 1;
+	else
+		*avg = *avg - (*avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+}
+
+int
+dm_offload_mode_parse(const char *s)
+{
+	if (strcmp(s, "off") == 0)
+		return DM_OFFLOAD_OFF;
+	if (strcmp(s, "always") == 0)
+		return DM_OFFLOAD_ALWAYS;
+	if (strcmp(s, "auto") == 0)
+		return DM_OFFLOAD_AUTO;
+	return -1;
+}
+
+const char *
+dm_offload_mode_name(int mode)
+{
+	return mode == DM_OFFLOAD_ALWAYS ? "always" : mode == DM_OFFLOAD_AUTO ? "auto" : "off";
+}
+
+int
+dm_tree_set_offload(dm_tree *t, int mode)
+{
+	if (mode != DM_OFFLOAD_OFF && mode != DM_OFFLOAD_ALWAYS && mode != DM_OFFLOAD_AUTO)
+		return DM_ERR_INVALID;
+	if (mode == DM_OFFLOAD_OFF)
+	{
+		dm_offload_free(t->off);
+		t->off = NULL;
+		return DM_OK;
+	}
+	if (t->off == NULL)
+	{
+		if ((t->off = calloc(1, sizeof(*t->off))) == NULL)
+			return DM_ERR_NOMEM;
+		t->off->rng = now_ns() | 1;
+		t->off->root_level = -1;
+	}
+	t->off->mode = mode;
+	return DM_OK;
+}
+
+int
+dm_offload_wanted(const dm_tree *t)
+{
+	return t->off != NULL && !t->off->local;
+}
+
+int
+dm_tree_get_offload(const dm_tree *t)
+{
+	return t->off ? t->off->mode : DM_OFFLOAD_OFF;
+}
+
+void
+dm_offload_free(struct dm_offload *o)
+{
+	free(o);
+}
+
+void
+dm_tree_offload_counters(const dm_tree *t, dm_offload_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (t->off == NULL)
+		return;
+	*out = t->off->ctr;
+	out->rpc_ns_avg = t->off->rpc_ns;
+	out->read_ns_avg = t->off->read_ns;
+	for (int i = 0; i < DM_TREE_MAX_MEMNODES; i++)
+		if (t->off->load[i].busy_pct > out->memnode_busy_pct)
+			out->memnode_busy_pct = t->off->load[i].busy_pct;
+}
+
+static mn_load *
+load_of(dm_tree *t, uint16_t memnode)
+{
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->memnodes[i] == memnode)
+		{
+			t->off->load[i].memnode = memnode;
+			return &t->off->load[i];
+		}
+	return NULL;
+}
+
+/* The memnode's executor load, asked for at most every LOAD_INTERVAL_NS. */
+static void
+refresh_load(dm_tree *t, mn_load *l)
+{
+	uint64_t	now = now_ns();
+	dm_rpc_off_load_rep rep;
+
+	if (now - l->last_ns < LOAD_INTERVAL_NS)
+		return;
+	l->last_ns = now;
+	if (dm_client_rpc(t->c, l->memnode, DM_RPC_OFF_LOAD, NULL, 0, &rep, sizeof(rep), sizeof(rep), NULL) != DM_OK)
+		return;
+	t->off->ctr.load_reports++;
+	if (l->uptime_ns != 0 && rep.uptime_ns > l->uptime_ns && rep.slots > 0)
+		l->busy_pct = (uint32_t) ((rep.busy_ns - l->busy_ns) * 100 /
+								  ((rep.uptime_ns - l->uptime_ns) * rep.slots));
+	l->busy_ns = rep.busy_ns;
+	l->uptime_ns = rep.uptime_ns;
+	l->slots = rep.slots;
+	l->inflight = rep.inflight;
+}
+
+/* The policy: offload the rest of an operation from a miss at level L? */
+static int
+decide(dm_tree *t, int level, uint16_t memnode)
+{
+	struct dm_offload *o = t->off;
+	mn_load    *l = load_of(t, memnode);
+	int			offload;
+	uint64_t	local_ns,
+				off_ns;
+
+	if (l == NULL)
+		return 0;
+	if (o->mode == DM_OFFLOAD_ALWAYS)
+	{
+		o->ctr.decided_offload++;
+		return 1;
+	}
+	refresh_load(t, l);
+	if (l->slots == 0 && l->uptime_ns != 0)
+		offload = 0;			/* the memnode runs no executor */
+	else if (l->busy_pct > BUSY_LIMIT_PCT)
+		offload = 0;
+	else if (o->rpc_ns == 0 || o->read_ns == 0)
+		offload = o->rpc_ns == 0;	/* get one sample of each first */
+	else
+	{
+		if (level < 0)
+			level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
+		local_ns = (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
+		off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
+		offload = off_ns < local_ns;
+	}
+	o->rng ^= o->rng << 13;
+	o->rng ^= o->rng >> 7;
+	o->rng ^= o->rng << 17;
+	if ((o->rng & EXPLORE_MASK) == 0)
+	{
+		offload = !offload;
+		o->ctr.explored++;
+	}
+	if (offload)
+		o->ctr.decided_offload++;
+	else
+		o->ctr.decided_local++;
+	return offload;
+}
+
+static uint64_t
+round_trips(dm_tree *t)
+{
+	dm_counters c;
+
+	dm_client_counters(t->c, -1, &c);
+	return c.round_trips;
+}
+
+/*
+ * Where the one-sided path would first read remotely on its way to e: N and
+ * its level (-1 unknown).  DM_ERR_FALLBACK: nowhere to offload (the path is
+ * cached to the leaf, N is being fetched, or N's range is not owned).
+ */
+static int
+find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
+{
+	dm_cache   *c = t->cache;
+	uint8_t    *buf;
+	dm_gaddr	addr;
+	int			want = -1;
+	int			rc;
+
+	if (t->root == 0 && (rc = dm_tree_read_root(t, &addr)) != DM_OK)
+		return rc;
+	addr = t->root;
+	if (c == NULL)
+	{
+		*start = addr;
+		/* the root we know may have grown since its level was learnt */
+		*level = t->off->root_addr == addr ? t->off->root_level : -1;
+		return DM_OK;
+	}
+	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
+		return DM_ERR_NOMEM;
+	rc = DM_ERR_FALLBACK;
+	for (int depth = 0; depth < DM_TREE_MAX_LEVELS; depth++)
+	{
+		int			io = 0;
+		uint32_t	f = dm_cache_lookup(c, t->ctag, addr, DM_FRAME_NONE, &io);
+		dm_node_hdr *h = NODE_HDR(buf);
+		int			i;
+		dm_entry	hi;
+
+		if (f == DM_FRAME_NONE)
+		{
+			if (!io)
+			{
+				*start = addr;
+				*level = want;
+				rc = DM_OK;
+			}
+			break;
+		}
+		if (dm_cache_copy(c, f, t->ctag, addr, buf, t->node_size, NULL, NULL) != DM_CACHE_COPIED ||
+			h->level == 0 || !dm_node_covers(buf, e) || (h->flags & DM_NODE_DEAD))
+			break;
+		if (depth == 0)
+		{
+			t->off->root_level = h->level;
+			t->off->root_addr = addr;
+		}
+		i = dm_inner_child_index(buf, e);
+		hi = i + 1 < h->count ? INNER_ENTS(buf)[i + 1].sep : h->high;
+		if (dm_tree_own_class(t, INNER_ENTS(buf)[i].sep, hi) != DM_OWN_OWNED)
+			break;
+		addr = INNER_ENTS(buf)[i].child;
+		want = h->level - 1;
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * Drop the cached copies of the nodes the executor wrote.  With the key
+ * ranges branch this becomes one dm_cache_invalidate_nodes() call, whose
+ * generation check also stops a copy read before the write from being
+ * admitted after this.
+ */
+static void
+invalidate_changed(dm_tree *t, const dm_rpc_off_rep *rep)
+{
+	if (t->cache == NULL)
+		return;
+	for (uint32_t i = 0; i < rep->nchanged; i++)
+	{
+		dm_cache_invalidate(t->cache, t->ctag, rep->changed[i]);
+		t->off->ctr.invalidated++;
+	}
+}
+
+/*
+ * One offload RPC from the start node for e.  DM_ERR_FALLBACK when the
+ * policy says no or the executor declined.
+ */
+static int
+offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
+			uint32_t max, dm_rpc_off_rep *rep, dm_entry *ents)
+{
+	struct dm_offload *o = t->off;
+	dm_rpc_off_req req;
+	dm_gaddr	start;
+	int			level,
+				rc,
+				pos = -1;
+	uint16_t	mn;
+	uint32_t	f = DM_FRAME_NONE,
+				existing,
+				got = 0;
+	uint64_t	t0;
+	int			write = code == DM_RPC_OFF_INSERT || code == DM_RPC_OFF_DELETE;
+	size_t		cap = sizeof(*rep) + (size_t) max * sizeof(dm_entry);
+	uint8_t    *rbuf;
+
+	if (o->local || t->replica || (write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
+		return DM_ERR_FALLBACK;
+	if ((rc = find_start(t, lo, &start, &level)) != DM_OK)
+		return rc;
+	mn = dm_gaddr_node(start);
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->memnodes[i] == mn)
+			pos = i;
+	if (pos < 0 || !decide(t, level, mn))
+		return DM_ERR_FALLBACK;
+
+	memset(&req, 0, sizeof(req));
+	req.tree_id = t->info.tree_id;
+	req.start = start;
+	req.writer = t->writer;
+	req.fence = write ? t->fence[pos] : 0;
+	req.lo.key = lo.key;
+	req.lo.tid = lo.tid;
+	req.hi.key = hi.key;
+	req.hi.tid = hi.tid;
+	req.level = level < 0 ? UINT32_MAX : (uint32_t) level;
+	req.max = max;
+	req.node_size = t->node_size;
+	req.lock_timeout_ms = (uint32_t) t->lock_timeout_ms;
+	req.flags = (lo_incl ? DM_OFF_LO_INCL : 0) | (hi_incl ? DM_OFF_HI_INCL : 0);
+	if ((rbuf = malloc(cap)) == NULL)
+		return DM_ERR_NOMEM;
+
+	/* the I/O flag on N: nobody of this instance admits or writes it meanwhile */
+	if (t->cache)
+	{
+		f = dm_cache_admit_begin(t->cache, t->ctag, start, &existing);
+		if (f == DM_FRAME_NONE && existing != DM_FRAME_NONE)
+		{
+			free(rbuf);
+			return DM_ERR_FALLBACK;	/* admitted meanwhile: the one-sided path uses it */
+		}
+	}
+	t0 = now_ns();
+	rc = dm_client_rpc(t->c, mn, code, &req, sizeof(req), rbuf, sizeof(*rep), (uint32_t) cap, &got);
+	if (rc == DM_OK || rc == DM_ERR_FALLBACK)
+		ewma(&o->rpc_ns, now_ns() - t0);
+	if (f != DM_FRAME_NONE)
+		dm_cache_admit_abort(t->cache, f);
+	if (rc != DM_OK)
+	{
+		free(rbuf);
+		if (rc == DM_ERR_FALLBACK)
+			o->ctr.fallbacks++;
+		else if (rc == DM_ERR_FENCED)
+			dm_tree_fail(t, rc, "the tree is written by another writer now (offloaded write refused)");
+		else
+			dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+		return rc;
+	}
+	memcpy(rep, rbuf, sizeof(*rep));
+	if (rep->count > max || got != sizeof(*rep) + rep->count * sizeof(dm_entry) ||
+		rep->nchanged > DM_OFF_MAX_CHANGED)
+	{
+		free(rbuf);
+		return dm_tree_fail(t, DM_ERR_PROTOCOL, "malformed reply to an offloaded operation");
+	}
+	if (ents)
+		memcpy(ents, rbuf + sizeof(*rep), rep->count * sizeof(dm_entry));
+	free(rbuf);
+	if (level < 0 && start == t->root)
+	{
+		o->root_level = (int) rep->start_level;
+		o->root_addr = start;
+	}
+	{
+		mn_load    *l = load_of(t, mn);
+
+		if (l)
+		{
+			l->inflight = rep->inflight > 0 ? rep->inflight - 1 : 0;
+			l->slots = rep->slots;
+		}
+	}
+	/* the executor's writes: drop our copies before the operation returns */
+	invalidate_changed(t, rep);
+	o->ctr.offloads++;
+	return DM_OK;
+}
+
+/* The one-sided path, timed for l_o. */
+static void
+local_sample(dm_tree *t, uint64_t t0, uint64_t rt0)
+{
+	uint64_t	rts = round_trips(t) - rt0;
+
+	if (rts > 0)
+		ewma(&t->off->read_ns, (now_ns() - t0) / rts);
+}
+
+int
+dm_offload_write(dm_tree *t, dm_entry e, int del, int *existed)
+{
+	dm_rpc_off_rep rep;
+	int			rc = offload_rpc(t, del ? DM_RPC_OFF_DELETE : DM_RPC_OFF_INSERT, e, 1, e, 1, 0, &rep, NULL);
+	uint64_t	t0,
+				rt0;
+
+	if (rc != DM_ERR_FALLBACK)
+	{
+		if (rc == DM_OK && existed)
+			*existed = rep.done != 0;
+		return rc;
+	}
+	t->off->local = 1;
+	t0 = now_ns();
+	rt0 = round_trips(t);
+	rc = del ? dm_tree_delete(t, e, existed) : dm_tree_insert(t, e, existed);
+	local_sample(t, t0, rt0);
+	t->off->local = 0;
+	return rc;
+}
+
+int
+dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
+{
+	dm_rpc_off_rep rep;
+	dm_entry	ents[LOOKUP_MAX];
+	int			rc = offload_rpc(t, DM_RPC_OFF_LOOKUP, dm_entry_make(key, 0), 1,
+								 dm_entry_make(key, DM_TID_MAX), 1, LOOKUP_MAX, &rep, ents);
+	uint64_t	t0,
+				rt0;
+
+	if (rc == DM_OK && rep.done == 1)
+	{
+		*n = (int) rep.count;
+		for (int i = 0; i < *n && i < max; i++)
+			tids[i] = ents[i].tid;
+		return DM_OK;
+	}
+	if (rc != DM_OK && rc != DM_ERR_FALLBACK)
+		return rc;
+	/* declined, or more than one reply's worth (or beyond this memnode): one-sided */
+	t->off->local = 1;
+	t0 = now_ns();
+	rt0 = round_trips(t);
+	rc = dm_tree_lookup(t, key, tids, max, n);
+	local_sample(t, t0, rt0);
+	t->off->local = 0;
+	return rc;
+}
+
+int
+dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
+					 dm_entry *out, int max, int *n, int *more, dm_entry *resume)
+{
+	dm_rpc_off_rep rep;
+	int			rc = DM_ERR_FALLBACK;
+	dm_range	r = {lo, lo_incl, hi, hi_incl, 0};
+	dm_iter    *it;
+	dm_entry	e;
+	uint64_t	t0,
+				rt0;
+
+	*n = 0;
+	*more = 0;
+	if (max <= 0)
+		return DM_ERR_INVALID;
+	if (t->off)
+		rc = offload_rpc(t, DM_RPC_OFF_SCAN, lo, lo_incl, hi, hi_incl,
+						 (uint32_t) (max < DM_OFF_MAX_ENTRIES ? max : DM_OFF_MAX_ENTRIES), &rep, out);
+	if (rc == DM_OK)
+	{
+		*n = (int) rep.count;
+		*more = rep.done == 1 ? 0 : rep.done == DM_OFF_RESUME_INCL ? DM_OFF_RESUME_INCL : 1;
+		resume->key = rep.resume.key;
+		resume->tid = rep.resume.tid;
+		return DM_OK;
+	}
+	if (rc != DM_ERR_FALLBACK)
+		return rc;
+	t0 = now_ns();
+	rt0 = round_trips(t);
+	if ((rc = dm_iter_open(t, &r, &it)) != DM_OK)
+		return rc;
+	while (*n < max && (rc = dm_iter_next(it, &e)) == 1)
+		out[(*n)++] = e;
+	if (*n == max && (rc = dm_iter_next(it, &e)) == 1)
+	{
+		*more = 1;
+		*resume = out[*n - 1];
+		rc = 0;
+	}
+	dm_iter_close(it);
+	if (t->off)
+		local_sample(t, t0, rt0);
+	return rc == 0 ? DM_OK : -rc;
+}

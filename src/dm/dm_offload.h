@@ -1,0 +1,84 @@
+/*
+ * dm_offload.h — offloading tree operations to the memory nodes (DEX §6):
+ * the executor the memnode runs (dm_tree_exec.c, called by
+ * memnode/offload.c) and the client's side (dm_offload.c: when to offload,
+ * the RPCs, and coherence with the compute-side cache).
+ */
+#ifndef DM_OFFLOAD_H
+#define DM_OFFLOAD_H
+
+#include "dm_tree.h"
+
+/* ---- executor (memnode side) ------------------------------------------------ */
+
+/* rep->done of a scan that stopped at a memnode boundary: go on with entries >= resume */
+#define DM_OFF_RESUME_INCL 2
+
+/*
+ * A handle in executor mode for one request, on an in-process client of
+ * memnode `memnode` (dm_client_create_local).  DM_ERR_INVALID for a request
+ * whose parameters cannot be right.  Free it with dm_tree_close().
+ */
+extern int	dm_tree_exec_open(dm_client *c, uint16_t memnode, const dm_rpc_off_req *req, dm_tree **out);
+/*
+ * Run the request (code DM_RPC_OFF_*): fills rep and, for LOOKUP/SCAN,
+ * rep->count entries of ents (room for req->max).  DM_ERR_FALLBACK: nothing
+ * was changed, the client must do it itself (dm_tree_exec_error says why).
+ */
+extern int	dm_tree_exec_run(dm_tree *t, uint32_t code, const dm_rpc_off_req *req,
+							 dm_rpc_off_rep *rep, dm_entry *ents);
+extern const char *dm_tree_exec_error(const dm_tree *t);
+
+/* ---- client side -------------------------------------------------------------- */
+
+typedef enum dm_offload_mode
+{
+	DM_OFFLOAD_OFF = 0,			/* never */
+	DM_OFFLOAD_ALWAYS = 1,		/* at every miss (tests; DEX's "offload-only") */
+	DM_OFFLOAD_AUTO = 2			/* when the cost model says it is faster (DEX §6.1) */
+} dm_offload_mode;
+
+/* Parse "off" / "always" / "auto"; -1 if none of them. */
+extern int	dm_offload_mode_parse(const char *s);
+extern const char *dm_offload_mode_name(int mode);
+
+/*
+ * Make the handle's lookups, scans (dm_tree_offload_scan), inserts and
+ * deletes offload (or not).  Reads the memnodes' load now and then
+ * (DM_RPC_OFF_LOAD).  A handle in replica mode never offloads writes.
+ */
+extern int	dm_tree_set_offload(dm_tree *t, int mode);
+extern int	dm_tree_get_offload(const dm_tree *t);
+
+typedef struct dm_offload_counters
+{
+	uint64_t	offloads;		/* operations the executor did */
+	uint64_t	fallbacks;		/* offloads answered "fall back" (then done one-sided) */
+	uint64_t	decided_offload;	/* misses where the policy chose to offload */
+	uint64_t	decided_local;	/* ... chose one-sided reads */
+	uint64_t	explored;		/* of those, the contrary choice taken to refresh estimates */
+	uint64_t	load_reports;	/* DM_RPC_OFF_LOAD calls */
+	uint64_t	invalidated;	/* cached nodes dropped because the executor wrote them */
+	uint64_t	rpc_ns_avg;		/* moving average of an offload's latency */
+	uint64_t	read_ns_avg;	/* ... of one remote node read (one-sided) */
+	uint64_t	memnode_busy_pct;	/* the memnode's executor busy ratio last seen */
+} dm_offload_counters;
+extern void dm_tree_offload_counters(const dm_tree *t, dm_offload_counters *out);
+
+/*
+ * Hooks of the public operations (dm_tree.c, dm_tree_scan.c): try the
+ * operation offloaded; DM_ERR_FALLBACK means "do it one-sided" (the policy
+ * said so, or the executor declined), any other status is the result.
+ */
+extern int	dm_offload_write(dm_tree *t, dm_entry e, int del, int *existed);
+extern int	dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
+/*
+ * Up to max entries of [lo, hi] from lo upward in one offload where
+ * possible.  *more: 0 = the range is done, else continue from *resume
+ * (exclusive if *more == 1, inclusive if DM_OFF_RESUME_INCL).  Falls back
+ * to an iterator itself, so it always answers.
+ */
+extern int	dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
+								 dm_entry *out, int max, int *n, int *more, dm_entry *resume);
+
+#endif							/* DM_OFFLOAD_H */

@@ -1,0 +1,539 @@
+/*
+ * test_offload.c — the offload executor (memnode/offload.c,
+ * src/dm/dm_tree_exec.c) and its client (src/dm/dm_offload.c), over tcp and
+ * shm, checked against a sorted model and dm_tree_verify.
+ *
+ * Sections (each per transport):
+ *   basic     offloaded inserts, deletes, lookups and scans (one RPC for up
+ *             to N entries, resumed over many leaves) give exactly the
+ *             model; splits fall back and the tree verifies;
+ *   race      offloaded inserts from this process while a child inserts
+ *             one-sided into the same key range, splitting the very leaves
+ *             the executor writes: exact final contents, verify;
+ *   cache     a handle with a compute-side cache: the executor's writes
+ *             drop the cached copies (a lookup through the cache sees them,
+ *             dm_tree_verify_cache finds every owned frame identical);
+ *   fence     a handle whose tree was taken over by another writer: its
+ *             offloaded insert is refused (DM_ERR_FENCED) and lands nothing;
+ *   declined  a memnode with --offload-threads 0 declines every offload
+ *             (DM_ERR_FALLBACK, load report says 0 slots): the operations
+ *             are done one-sided and are right;
+ *   isolation with --auth-file, one identity cannot offload on another's
+ *             tree (DM_ERR_PERMISSION), nothing changed;
+ *   auto      the policy: counters of decisions, and over shm (a remote read
+ *             is a memory access) it prefers one-sided reads.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dm_cache.h"
+#include "dm_client.h"
+#include "dm_offload.h"
+#include "dm_region.h"
+#include "dm_tree.h"
+#include "entrymodel.h"
+#include "testauth.h"
+#include "testutil.h"
+
+
+static memnode_proc mn;
+
+static dm_client *
+connect_to(const memnode_proc *m, int backend, const char *identity)
+{
+	dm_client_opts o = {.backend = backend, .name = "test_offload"};
+	dm_client  *c;
+	uint16_t	id;
+
+	if (identity)
+		test_auth_opts(&o, identity);
+	if ((c = dm_client_create(&o)) == NULL)
+		return NULL;
+	if (dm_client_connect(c, m->addr, &id) != DM_OK)
+	{
+		tap_diag("connect %s: %s", m->addr, dm_client_error(c));
+		dm_client_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static dm_tree *
+new_tree(dm_client *c, const char *name, uint32_t ns)
+{
+	dm_tree_name tn;
+	dm_tree_opts opts;
+	dm_tree    *t = NULL;
+
+	dm_tree_name_named(&tn, name);
+	memset(&opts, 0, sizeof(opts));
+	opts.node_size = ns;
+	if (dm_tree_create_new(c, 1, &tn, &opts, &t) != DM_OK)
+		return NULL;
+	return t;
+}
+
+/* The tree holds exactly the model: verify, count, a full offloaded scan. */
+static int
+same_as_model(dm_tree *t, const model *m, const char *what)
+{
+	uint64_t	n = 0;
+	char		msg[256];
+	dm_entry	lo = DM_ENTRY_MIN,
+				out[300];
+	int			incl = 1,
+				got,
+				more = 1;
+	size_t		k = 0;
+
+	if (dm_tree_verify(t, &n, msg, sizeof(msg)) != DM_OK)
+	{
+		tap_diag("%s: verify: %s", what, msg);
+		return 0;
+	}
+	if (n != m->n)
+	{
+		tap_diag("%s: %" PRIu64 " entries, model %zu", what, n, m->n);
+		return 0;
+	}
+	while (more)
+	{
+		dm_entry	resume;
+
+		if (dm_tree_offload_scan(t, lo, incl, DM_ENTRY_INF, 1, out, 300, &got, &more, &resume) != DM_OK)
+		{
+			tap_diag("%s: scan failed: %s", what, dm_tree_error(t));
+			return 0;
+		}
+		for (int i = 0; i < got; i++, k++)
+			if (k >= m->n || dm_entry_cmp(out[i], m->e[k]) != 0)
+			{
+				tap_diag("%s: scan entry %zu differs", what, k);
+				return 0;
+			}
+		lo = resume;
+		incl = more == DM_OFF_RESUME_INCL;
+	}
+	return k == m->n;
+}
+
+static void
+run_basic(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree    *t;
+	model		m = {0};
+	dm_offload_counters oc;
+	int			ok = 1;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "basic-%s", bname);
+	if (!CHECK(c && (t = new_tree(c, name, 256)) != NULL, "basic %s: tree", bname))
+		return;
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "basic %s: offload always", bname);
+	for (int i = 0; i < 3000 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make(rnd() % 800, rnd() % 4);
+		int			del = rnd() % 4 == 0,
+					existed = -1,
+					rc;
+
+		rc = del ? dm_tree_delete(t, e, &existed) : dm_tree_insert(t, e, &existed);
+		if (rc != DM_OK || existed != (m_has(&m, e)))
+			ok = CHECK(0, "basic %s: op %d (%s %" PRIu64 "/%" PRIu64 ") rc %s existed %d", bname, i,
+					   del ? "delete" : "insert", e.key, e.tid, dm_strerror(rc), existed);
+		if (del)
+			m_delete(&m, e);
+		else
+			m_insert(&m, e);
+		if (i % 7 == 0)
+		{
+			uint64_t	key = rnd() % 800,
+						tids[8];
+			int			n = 0,
+						want = 0;
+
+			for (size_t k = 0; k < m.n; k++)
+				want += m.e[k].key == key;
+			if (dm_tree_lookup(t, key, tids, 8, &n) != DM_OK || n != want)
+				ok = CHECK(0, "basic %s: lookup %" PRIu64 " found %d, model %d", bname, key, n, want);
+		}
+	}
+	CHECK(ok, "basic %s: 3000 offloaded inserts/deletes and lookups match the model", bname);
+	CHECK(same_as_model(t, &m, "basic"), "basic %s: verify + a full scan in 300-entry replies = model (%zu)",
+		  bname, m.n);
+	/* a bounded scan in the middle, exclusive bounds */
+	{
+		dm_entry	out[64],
+					resume;
+		int			n,
+					more;
+		size_t		k = 0;
+
+		while (k < m.n && m.e[k].key <= 200)
+			k++;
+		CHECK_STATUS(dm_tree_offload_scan(t, dm_key_lo(200, 0), 0, dm_key_hi(300, 0), 0, out, 64, &n, &more, &resume),
+					 DM_OK, "basic %s: scan (200, 300)", bname);
+		for (int i = 0; i < n; i++, k++)
+			ok &= k < m.n && dm_entry_cmp(out[i], m.e[k]) == 0 && out[i].key < 300;
+		CHECK(ok && n > 0, "basic %s: scan (200, 300) returns the model's %d first entries in order", bname, n);
+	}
+	dm_tree_offload_counters(t, &oc);
+	tap_diag("basic %s: %" PRIu64 " offloaded, %" PRIu64 " fell back", bname, oc.offloads, oc.fallbacks);
+	CHECK(oc.offloads > 2000 && oc.fallbacks > 0 && oc.fallbacks < oc.offloads,
+		  "basic %s: the executor did most (%" PRIu64 "), splits fell back (%" PRIu64 ")", bname, oc.offloads,
+		  oc.fallbacks);
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "basic %s: destroy", bname);
+	m_free(&m);
+	dm_client_destroy(c);
+}
+
+/* Offloaded inserts (even keys) racing one-sided inserts (odd keys) that split the same leaves. */
+static void
+run_race(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree    *t;
+	dm_tree_name tn;
+	model		m = {0};
+	pid_t		pid;
+	int			status,
+				ok = 1;
+	const int	n = 4000;
+	dm_offload_counters oc;
+
+	dm_tree_name_named(&tn, backend == DM_BACKEND_SHM ? "race-shm" : "race-tcp");
+	if (!CHECK(c && (t = new_tree(c, tn.name, 256)) != NULL, "race %s: tree", bname))
+		return;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+	{
+		dm_client  *cc = connect_to(&mn, backend, NULL);
+		dm_tree    *ct = NULL;
+		int			rc = cc ? dm_tree_open_existing(cc, 1, &tn, &ct) : DM_ERR_CONNECT;
+
+		for (int i = 0; i < n && rc == DM_OK; i++)
+			rc = dm_tree_insert(ct, dm_entry_make((uint64_t) (i * 7919 % n) * 2 + 1, 1), NULL);
+		_exit(rc == DM_OK ? 0 : 1);
+	}
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "race %s: offload always", bname);
+	for (int i = 0; i < n && ok; i++)
+	{
+		int			rc = dm_tree_insert(t, dm_entry_make((uint64_t) (i * 104729 % n) * 2, 2), NULL);
+
+		if (rc != DM_OK)
+			ok = CHECK(0, "race %s: offloaded insert %d: %s", bname, i, dm_tree_error(t));
+	}
+	CHECK(ok, "race %s: %d offloaded inserts beside a one-sided writer", bname, n);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "race %s: the one-sided writer inserted %d entries", bname, n);
+	for (int i = 0; i < 2 * n; i++)
+		m_insert(&m, dm_entry_make((uint64_t) i, (uint64_t) (i % 2 ? 1 : 2)));
+	CHECK(same_as_model(t, &m, "race"), "race %s: verify + exactly both writers' %d entries", bname, 2 * n);
+	dm_tree_offload_counters(t, &oc);
+	tap_diag("race %s: %" PRIu64 " offloaded, %" PRIu64 " fell back", bname, oc.offloads, oc.fallbacks);
+	CHECK(oc.offloads > 0 && oc.fallbacks > 0, "race %s: both offloads and fallbacks happened", bname);
+	dm_tree_destroy(t);
+	m_free(&m);
+	dm_client_destroy(c);
+}
+
+static void
+run_cache(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_cache_config cfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		len = dm_cache_shmem_size(&cfg);
+	void	   *mem = aligned_alloc(64, (len + 63) & ~(size_t) 63);
+	dm_cache   *cache = mem ? dm_cache_init(mem, len, &cfg) : NULL;
+	dm_tree    *t,
+			   *t2 = NULL;
+	model		m = {0};
+	char		name[64],
+				msg[256];
+	uint64_t	checked = 0,
+				tag = 0;
+	int			ok = 1;
+	dm_offload_counters oc;
+	dm_tree_info info;
+
+	snprintf(name, sizeof(name), "cache-%s", bname);
+	if (!CHECK(c && cache && (t = new_tree(c, name, 256)) != NULL, "cache %s: tree and a 256-frame cache", bname))
+		return;
+	CHECK_STATUS(dm_tree_use_cache(t, cache, 0), DM_OK, "cache %s: use the cache", bname);
+	/* one-sided first: the cache fills with the path and leaves */
+	for (int i = 0; i < 600; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 3, 0);
+
+		dm_tree_insert(t, e, NULL);
+		m_insert(&m, e);
+	}
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "cache %s: offload always", bname);
+	{
+		dm_tree_name tn;
+		dm_node_info ni;
+
+		dm_tree_name_named(&tn, name);
+		ok = dm_tree_open(c, 1, &tn, &info) == DM_OK && dm_client_node_info(c, 0, &ni) == DM_OK &&
+			dm_tree_open_existing(c, 1, &tn, &t2) == DM_OK && dm_tree_use_cache(t2, cache, 0) == DM_OK;
+		tag = dm_cache_tree_tag(dm_tree_id(t), ni.incarnation);
+	}
+	{
+		uint32_t	nf = 0;
+		dm_gaddr	a;
+
+		for (uint32_t f = dm_cache_next_frame(cache, tag, 0, &a); f != DM_FRAME_NONE;
+			 f = dm_cache_next_frame(cache, tag, f + 1, &a))
+			nf++;
+		tap_diag("cache %s: %u frames hold the tree's nodes before the offloads (ok %d)", bname, nf, ok);
+	}
+	for (int round = 0; round < 3 && ok; round++)
+		for (int i = 0; i < 600 && ok; i++)
+		{
+			uint64_t	root = 0;
+
+			/*
+			 * The root leaves the cache, its leaves stay: the miss is at the
+			 * root, and the executor writes a leaf this cache holds (the
+			 * case DEX's path-aware caching makes rare, and the reason
+			 * for the invalidation).
+			 */
+			ok &= dm_read(c, info.root_addr, &root, 8) == DM_OK;
+			dm_cache_invalidate(cache, tag, root);
+			dm_entry	e = dm_entry_make((uint64_t) i * 3 + 1 + (uint64_t) (round == 2), (uint64_t) round);
+			uint64_t	tids[4];
+			int			n = 0;
+
+			if (round == 1)
+			{
+				/* delete what round 0 inserted */
+				e = dm_entry_make((uint64_t) i * 3 + 1, 0);
+				ok &= dm_tree_delete(t, e, NULL) == DM_OK;
+				m_delete(&m, e);
+			}
+			else
+			{
+				ok &= dm_tree_insert(t, e, NULL) == DM_OK;
+				m_insert(&m, e);
+			}
+			/* read it back one-sided, through the cache, as another backend would */
+			ok &= dm_tree_lookup(t2, e.key, tids, 4, &n) == DM_OK && n == (round == 1 ? 0 : 1);
+			if (!ok)
+				CHECK(0, "cache %s: round %d key %" PRIu64 ": a lookup through the cache saw %d", bname, round,
+					  e.key, n);
+		}
+	CHECK(ok, "cache %s: every offloaded change is seen at once by one-sided lookups through the cache", bname);
+	CHECK_STATUS(dm_tree_verify_cache(t, &checked, msg, sizeof(msg)), DM_OK,
+				 "cache %s: every cached frame agrees with remote memory (%" PRIu64 " compared) %s", bname,
+				 checked, msg);
+	dm_tree_offload_counters(t, &oc);
+	CHECK(oc.offloads > 0 && oc.invalidated > 0, "cache %s: %" PRIu64 " offloads from the uncached root invalidated %"
+		  PRIu64 " written nodes", bname, oc.offloads, oc.invalidated);
+	CHECK(same_as_model(t, &m, "cache"), "cache %s: tree = model", bname);
+	dm_tree_close(t2);
+	dm_tree_destroy(t);
+	m_free(&m);
+	free(mem);
+	dm_client_destroy(c);
+}
+
+static void
+run_fence(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree    *a = NULL,
+			   *b = NULL;
+	dm_tree_name tn;
+	uint64_t	w1,
+				seen;
+	int			found = -1;
+
+	dm_tree_name_named(&tn, backend == DM_BACKEND_SHM ? "fence-shm" : "fence-tcp");
+	if (!CHECK(c && (a = new_tree(c, tn.name, 256)) != NULL &&
+			   dm_tree_open_existing(c, 1, &tn, &b) == DM_OK, "fence %s: two handles", bname))
+		return;
+	dm_tree_set_offload(a, DM_OFFLOAD_ALWAYS);
+	CHECK_STATUS(dm_tree_insert(a, dm_entry_make(1, 1), NULL), DM_OK, "fence %s: offloaded insert", bname);
+	w1 = dm_tree_writer_word(a);
+	CHECK_STATUS(dm_tree_writer_takeover(b, w1, DM_WRITER_MAKE(DM_WRITER_EPOCH(w1) + 1, 7), 0, &seen), DM_OK,
+				 "fence %s: the other handle takes the tree over", bname);
+	CHECK_STATUS(dm_tree_insert(a, dm_entry_make(2, 1), NULL), DM_ERR_FENCED,
+				 "fence %s: the old writer's offloaded insert is fenced off", bname);
+	CHECK_STATUS(dm_tree_contains(b, dm_entry_make(2, 1), &found), DM_OK, "fence %s: contains", bname);
+	CHECK(found == 0, "fence %s: nothing of it landed", bname);
+	dm_tree_close(a);
+	dm_tree_destroy(b);
+	dm_client_destroy(c);
+}
+
+static void
+run_declined(void)
+{
+	const char *const args[] = {"--id", "1", "--size", "64M", "--chunk-size", "1M", "--offload-threads", "0", NULL};
+	memnode_proc m0;
+	dm_client  *c;
+	dm_tree    *t;
+	dm_rpc_off_load_rep lr;
+	dm_offload_counters oc;
+	model		m = {0};
+	int			ok = 1;
+
+	if (!CHECK(memnode_start(&m0, 0, args) == 0, "declined: memnode with --offload-threads 0"))
+		return;
+	c = connect_to(&m0, DM_BACKEND_TCP, NULL);
+	if (CHECK(c && (t = new_tree(c, "declined", 256)) != NULL, "declined: tree"))
+	{
+		CHECK(dm_client_rpc(c, 1, DM_RPC_OFF_LOAD, NULL, 0, &lr, sizeof(lr), sizeof(lr), NULL) == DM_OK &&
+			  lr.slots == 0, "declined: the load report says 0 executor slots");
+		dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS);
+		for (int i = 0; i < 500 && ok; i++)
+		{
+			dm_entry	e = dm_entry_make(rnd() % 300, 0);
+
+			ok &= dm_tree_insert(t, e, NULL) == DM_OK;
+			m_insert(&m, e);
+		}
+		CHECK(ok, "declined: 500 inserts succeed one-sided");
+		CHECK(same_as_model(t, &m, "declined"), "declined: tree = model");
+		dm_tree_offload_counters(t, &oc);
+		CHECK(oc.offloads == 0 && oc.fallbacks > 500, "declined: nothing offloaded, %" PRIu64 " declined",
+			  oc.fallbacks);
+		CHECK(dm_client_rpc(c, 1, DM_RPC_OFF_LOAD, NULL, 0, &lr, sizeof(lr), sizeof(lr), NULL) == DM_OK &&
+			  lr.declined_busy == oc.fallbacks && lr.offloads == 0,
+			  "declined: the memnode counted them (%" PRIu64 ")", lr.declined_busy);
+		dm_tree_destroy(t);
+	}
+	m_free(&m);
+	dm_client_destroy(c);
+	memnode_stop(&m0, SIGTERM);
+}
+
+static void
+run_isolation(void)
+{
+	const char *args[] = {"--id", "1", "--size", "64M", "--chunk-size", "1M", "--auth-file", NULL, NULL};
+	memnode_proc ma;
+	dm_client  *ca,
+			   *cb;
+	dm_tree    *t;
+	dm_rpc_off_req req;
+	uint8_t		rep[sizeof(dm_rpc_off_rep) + 16 * sizeof(dm_entry)];
+	int			found = -1;
+
+	args[7] = test_auth_file();
+	if (!CHECK(memnode_start(&ma, 0, args) == 0, "isolation: memnode with --auth-file"))
+		return;
+	ca = connect_to(&ma, DM_BACKEND_TCP, "tenant-a");
+	cb = connect_to(&ma, DM_BACKEND_TCP, "tenant-b");
+	if (CHECK(ca && cb && (t = new_tree(ca, "iso", 256)) != NULL, "isolation: tenant-a's tree"))
+	{
+		dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS);
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_make(5, 5), NULL), DM_OK, "isolation: tenant-a offloads an insert");
+		/* tenant-b names a's tree and its root (read from a's handle) */
+		memset(&req, 0, sizeof(req));
+		req.tree_id = dm_tree_id(t);
+		req.start = 0;
+		req.node_size = 256;
+		req.level = UINT32_MAX;
+		req.lo.key = 6;
+		req.hi.key = 6;
+		req.max = 16;
+		{
+			/* the root address, as tenant-a's client reads it */
+			dm_tree_info info;
+			dm_tree_name tn;
+			uint64_t	root = 0;
+
+			dm_tree_name_named(&tn, "iso");
+			if (dm_tree_open(ca, 1, &tn, &info) == DM_OK)
+				dm_read(ca, info.root_addr, &root, 8);
+			req.start = root;
+		}
+		CHECK_STATUS(dm_client_rpc(cb, 1, DM_RPC_OFF_INSERT, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep),
+								   sizeof(rep), NULL), DM_ERR_PERMISSION,
+					 "isolation: tenant-b's offloaded insert into tenant-a's tree is refused");
+		CHECK_STATUS(dm_client_rpc(cb, 1, DM_RPC_OFF_SCAN, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep),
+								   sizeof(rep), NULL), DM_ERR_PERMISSION,
+					 "isolation: and so is its offloaded scan");
+		CHECK(dm_tree_contains(t, dm_entry_make(6, 0), &found) == DM_OK && found == 0,
+			  "isolation: tenant-a's tree unchanged");
+		dm_tree_destroy(t);
+	}
+	dm_client_destroy(ca);
+	dm_client_destroy(cb);
+	memnode_stop(&ma, SIGTERM);
+}
+
+/* The policy over shm: a remote read costs a memory access, an RPC a socket round trip. */
+static void
+run_auto(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree    *t;
+	dm_offload_counters oc;
+	int			ok = 1;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "auto-%s", bname);
+	if (!CHECK(c && (t = new_tree(c, name, 1024)) != NULL, "auto %s: tree", bname))
+		return;
+	for (int i = 0; i < 20000 && ok; i++)
+		ok &= dm_tree_insert(t, dm_entry_make(rnd() % 100000, 0), NULL) == DM_OK;
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_AUTO), DM_OK, "auto %s: offload auto", bname);
+	for (int i = 0; i < 3000 && ok; i++)
+	{
+		uint64_t	tids[4];
+		int			n;
+
+		ok &= dm_tree_lookup(t, rnd() % 100000, tids, 4, &n) == DM_OK;
+	}
+	dm_tree_offload_counters(t, &oc);
+	tap_diag("auto %s: decided %" PRIu64 " offload / %" PRIu64 " local (%" PRIu64 " explored), rpc %.1f us, read %.1f us",
+			 bname, oc.decided_offload, oc.decided_local, oc.explored, oc.rpc_ns_avg / 1e3, oc.read_ns_avg / 1e3);
+	CHECK(ok && oc.decided_offload + oc.decided_local == 3000 && oc.explored > 0 && oc.load_reports > 0,
+		  "auto %s: every lookup decided, some explored, the load was asked for", bname);
+	if (backend == DM_BACKEND_SHM)
+		CHECK(oc.decided_local > oc.decided_offload,
+			  "auto shm: one-sided reads preferred (%" PRIu64 " local, %" PRIu64 " offloaded)", oc.decided_local,
+			  oc.decided_offload);
+	dm_tree_destroy(t);
+	dm_client_destroy(c);
+}
+
+int
+main(void)
+{
+	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M",
+	"--offload-threads", "2", NULL};
+	const int	backends[2] = {DM_BACKEND_TCP, DM_BACKEND_SHM};
+	const char *names[2] = {"tcp", "shm"};
+
+	uint64_t	seed = 20261124;
+	int			scale = 100;
+
+	tree_test_env(&seed, &scale);
+	rng = seed | 1;
+	if (!CHECK(memnode_start(&mn, 0, args) == 0, "memnode (--shm, --offload-threads 2)"))
+		return tap_done();
+	for (int i = 0; i < 2; i++)
+	{
+		run_basic(backends[i], names[i]);
+		run_race(backends[i], names[i]);
+		run_cache(backends[i], names[i]);
+		run_fence(backends[i], names[i]);
+		run_auto(backends[i], names[i]);
+	}
+	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
+	run_declined();
+	run_isolation();
+	return tap_done();
+}
