@@ -450,6 +450,81 @@ run_transport(int backend, const char *tname)
 	free(init);
 }
 
+/*
+ * A replica's cached leaf carries the removal horizon read with it: replica
+ * handle a reads a leaf remotely after the writer raised the horizon and
+ * deleted from it, and caches it; handle b, which opened earlier (an old
+ * horizon), reads the same leaf from the cache and must learn the raised
+ * horizon too, as a remote read would have told it (else a PostgreSQL
+ * standby's old snapshot misses the deleted entry without the 40001).
+ */
+static void
+horizon_through_cache(int backend, const char *tname)
+{
+	char		label[64];
+	dm_tree_name tn;
+	dm_client  *wc = client_new(backend, 30000, "primary"),
+			   *ac = client_new(backend, 30000, "replica a"),
+			   *bc = client_new(backend, 30000, "replica b");
+	dm_tree    *w = NULL, *a = NULL, *b = NULL;
+	dm_cache_config cfg = {NODE_SIZE, 64, DM_CACHE_DEX, 1000, 0};
+	size_t		clen = dm_cache_shmem_size(&cfg);
+	void	   *cmem = mmap(NULL, clen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	dm_cache   *cache = cmem != MAP_FAILED ? dm_cache_init(cmem, clen, &cfg) : NULL;
+	dm_tree_opts opts = {0};
+	uint64_t	tids[8];
+	int			n = -1, existed = 0;
+	dm_cache_stats before, after;
+
+	snprintf(label, sizeof(label), "horizon-cache-%s", tname);
+	if (!CHECK(wc && ac && bc && cache, "%s: clients and a cache for the horizon test", tname))
+		return;
+	dm_tree_name_named(&tn, label);
+	opts.node_size = NODE_SIZE;
+	CHECK_STATUS(dm_tree_create_new(wc, HOME, &tn, &opts, &w), DM_OK, "%s: create", tname);
+	for (uint64_t i = 0; i < 2000 && w; i++)
+		if (dm_tree_insert(w, dm_entry_make(i, 1), NULL) != DM_OK)
+			break;
+	CHECK_STATUS(dm_tree_open_existing(ac, HOME, &tn, &a), DM_OK, "%s: replica a opens", tname);
+	CHECK_STATUS(dm_tree_open_existing(bc, HOME, &tn, &b), DM_OK, "%s: replica b opens", tname);
+	if (!w || !a || !b)
+		return;
+	dm_tree_set_replica(a, 1);
+	dm_tree_set_replica(b, 1);
+	/* coherent replicas (their caches hear of every write) keep leaves */
+	dm_tree_set_replica_coherent(a, 1);
+	dm_tree_set_replica_coherent(b, 1);
+	CHECK_STATUS(dm_tree_use_cache(a, cache, 0), DM_OK, "%s: replica a uses the cache", tname);
+	CHECK_STATUS(dm_tree_use_cache(b, cache, 0), DM_OK, "%s: replica b uses the same cache", tname);
+	/* b reads another leaf: it has its old horizon and the inner nodes are cached */
+	CHECK(dm_tree_lookup(b, 5, tids, 8, &n) == DM_OK && n == 1, "%s: replica b reads key 5", tname);
+	CHECK(dm_tree_horizon_seen(b) < 777, "%s: replica b's horizon is old (%" PRIu64 ")", tname,
+		  dm_tree_horizon_seen(b));
+	/* the writer: horizon first, then the delete (as VACUUM does) */
+	CHECK_STATUS(dm_tree_horizon_raise(w, 777), DM_OK, "%s: the writer raises the horizon to 777", tname);
+	CHECK(dm_tree_delete(w, dm_entry_make(1500, 1), &existed) == DM_OK && existed,
+		  "%s: and deletes key 1500", tname);
+	/* a reads the leaf remotely and caches it, learning the horizon */
+	CHECK(dm_tree_lookup(a, 1500, tids, 8, &n) == DM_OK && n == 0 && dm_tree_horizon_seen(a) >= 777,
+		  "%s: replica a reads key 1500's leaf (gone) and learns the horizon", tname);
+	dm_cache_stats_get(cache, &before);
+	CHECK(dm_tree_lookup(b, 1500, tids, 8, &n) == DM_OK && n == 0, "%s: replica b reads key 1500 (gone)", tname);
+	dm_cache_stats_get(cache, &after);
+	CHECK(after.misses[0] == before.misses[0] && after.hits[0] > before.hits[0],
+		  "%s: ... from the cache (leaf hits %" PRIu64 " -> %" PRIu64 ", leaf misses %" PRIu64 " -> %" PRIu64 ")",
+		  tname, before.hits[0], after.hits[0], before.misses[0], after.misses[0]);
+	CHECK(dm_tree_horizon_seen(b) >= 777,
+		  "%s: and learned the horizon the cached copy was read with (seen %" PRIu64 ", want >= 777)", tname,
+		  dm_tree_horizon_seen(b));
+	dm_tree_close(a);
+	dm_tree_close(b);
+	CHECK_STATUS(dm_tree_destroy(w), DM_OK, "%s: destroy", tname);
+	dm_client_destroy(wc);
+	dm_client_destroy(ac);
+	dm_client_destroy(bc);
+	munmap(cmem, clen);
+}
+
 int
 main(void)
 {
@@ -465,6 +540,8 @@ main(void)
 	rng_seed_label(g_seed, "replica-reader", 0);
 	run_transport(DM_BACKEND_TCP, "tcp");
 	run_transport(DM_BACKEND_SHM, "shm");
+	horizon_through_cache(DM_BACKEND_TCP, "tcp");
+	horizon_through_cache(DM_BACKEND_SHM, "shm");
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	return tap_done();
 }
