@@ -81,6 +81,10 @@
  *    lock is only for progress, every write is guarded by the version.
  *  - Frames: B is written DEAD through its frame, which drops it
  *    (cacheable() refuses DEAD nodes), and is invalidated again when freed.
+ *
+ * Inner nodes are not reclaimed (a parent keeps its first child, so it never
+ * empties); why, and the half-dead design that would do it, are in
+ * docs/design.md §5 ("Inner-node reclamation: not built").
  */
 #include <stdlib.h>
 #include <string.h>
