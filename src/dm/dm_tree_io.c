@@ -658,7 +658,11 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	{
 		dm_gaddr	slot = DM_LOCK_REDO_SLOT(held);
 
-		/* a lock naming a slot we no longer have (cannot happen): take a new lock */
+		/*
+		 * A lock naming a slot we have left since we took it (an earlier
+		 * write of the same operation found it claimed: a reclaimer holds
+		 * three locks at once): take a new lock, naming a new slot.
+		 */
 		if ((ri = redo_index(t, slot)) < 0)
 		{
 			NODE_HDR(buf)->version = v;
