@@ -598,7 +598,9 @@ redo_abandon(dm_tree *t, int i)
  * written under its cache frame's local lock only; the guard fences it all
  * the same).  DM_TREE_STALE: the guard failed, nothing of the node landed
  * (new nodes on another memnode did, unreachable: leaked), and our lock,
- * if we still had it, is released.
+ * if we still had it, is released.  Also DM_TREE_STALE, with nothing
+ * written, when our redo slot was found claimed (top of the file): the
+ * slot is left, and the operation's next lock names a new one.
  */
 static int
 write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
