@@ -15,6 +15,7 @@
 #
 #   sudo bash bench/run-sql-bench.sh            # 10M rows, 20 s per cell
 #   ROWS=1000000 DURATION=5 sudo bash bench/run-sql-bench.sh
+#   BENCH_TRANSPORTS=shm BENCH_SCRIPTS='point insert' sudo bash bench/run-sql-bench.sh   # some cells only
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/test/common.sh"
@@ -23,10 +24,15 @@ DURATION=${DURATION:-20}
 CLIENTS=${CLIENTS:-2}
 CACHES=${CACHES:-off 10}
 WARMUP=${WARMUP:-10}
+BENCH_TRANSPORTS=${BENCH_TRANSPORTS:-shm tcp}
+BENCH_SCRIPTS=${BENCH_SCRIPTS:-point range orderlimit insert}
 MEMNODE_PORT=${MEMNODE_PORT:-7470}
 PG_PORT=${PG_PORT:-5470}
 OUT=${OUT:-$ROOT/bench/results/sql-$(date +%F).md}
-CMD="ROWS=$ROWS DURATION=$DURATION CLIENTS=$CLIENTS CACHES='$CACHES' WARMUP=$WARMUP bash bench/run-sql-bench.sh"
+CMD="ROWS=$ROWS DURATION=$DURATION CLIENTS=$CLIENTS CACHES='$CACHES' WARMUP=$WARMUP"
+[ "$BENCH_TRANSPORTS" = "shm tcp" ] || CMD="$CMD BENCH_TRANSPORTS='$BENCH_TRANSPORTS'"
+[ "$BENCH_SCRIPTS" = "point range orderlimit insert" ] || CMD="$CMD BENCH_SCRIPTS='$BENCH_SCRIPTS'"
+CMD="$CMD bash bench/run-sql-bench.sh"
 
 make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
 make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null
@@ -69,7 +75,7 @@ cache_conf() {   # setting ("off" or a percentage of the tree) -> postgresql.con
     fi
 }
 
-for transport in shm tcp; do
+for transport in $BENCH_TRANSPORTS; do
     echo "== transport $transport"
     psql_ -c "DROP INDEX IF EXISTS t_dm_k"
     t0=$(ms); PGOPTIONS="-c dmindex.transport=$transport" psql_ -c "CREATE INDEX t_dm_k ON t_dm USING dmindex (k)"; t1=$(ms)
@@ -86,7 +92,7 @@ for transport in shm tcp; do
                 -c "$CLIENTS" -j "$CLIENTS" -T "$WARMUP" -D rows="$ROWS" -D tbl=t_dm -f "$WORK/$script.sql" postgres >/dev/null 2>&1
         done
         psql_ -c "SELECT dmindex_cache_stats_reset()" >/dev/null
-        for script in point range orderlimit insert; do
+        for script in $BENCH_SCRIPTS; do
             for tbl in t_bt t_dm; do
                 r=$(run_cell "$transport" "$script" "$tbl")
                 RES[${script}_${tbl}_${transport}_$cache]=$r
@@ -113,8 +119,8 @@ stats=$(psql_ -At -c "SELECT format('height %s, %s leaves, %s entries, fill %s, 
     echo
     echo "| test | transport | cache | btree tps | dmindex tps | tps ratio dm/bt | btree ms | dmindex ms | latency ratio dm/bt |"
     echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
-    for transport in shm tcp; do
-        for script in point range orderlimit insert; do
+    for transport in $BENCH_TRANSPORTS; do
+        for script in $BENCH_SCRIPTS; do
             for cache in $CACHES; do
                 read -r tb lb <<<"${RES[${script}_t_bt_${transport}_$cache]}"
                 read -r td ld <<<"${RES[${script}_t_dm_${transport}_$cache]}"
@@ -127,7 +133,7 @@ stats=$(psql_ -At -c "SELECT format('height %s, %s leaves, %s entries, fill %s, 
     echo
     echo "| transport | cache | settings | cache over the measured cells |"
     echo "|---|---|---|---|"
-    for transport in shm tcp; do
+    for transport in $BENCH_TRANSPORTS; do
         for cache in $CACHES; do
             echo "| $transport | $cache | \`${RES[cachecfg_${transport}_$cache]}\` | ${RES[cache_${transport}_$cache]} |"
         done
@@ -136,12 +142,12 @@ stats=$(psql_ -At -c "SELECT format('height %s, %s leaves, %s entries, fill %s, 
     echo "| CREATE INDEX | ms | ratio dm/bt |"
     echo "|---|---:|---:|"
     echo "| btree | ${RES[create_bt]} | 1.00 |"
-    for transport in shm tcp; do
+    for transport in $BENCH_TRANSPORTS; do
         printf '| dmindex (%s) | %s | %.2f |\n' "$transport" "${RES[create_dm_$transport]}" \
             "$(echo "${RES[create_dm_$transport]} / ${RES[create_bt]}" | bc -l)"
     done
     echo
-    echo "Plans (ORDER BY k LIMIT 10 on t_dm): shm: \`${RES[plan_shm]}\`; tcp: \`${RES[plan_tcp]}\`"
+    echo "Plans (ORDER BY k LIMIT 10 on t_dm):$(for transport in $BENCH_TRANSPORTS; do printf ' %s: `%s`' "$transport" "${RES[plan_$transport]}"; done)"
     echo
     echo "Notes: with the cache off every dmindex descent reads height+1 nodes from the memnode (over shm"
     echo "a few loads, over tcp a network round trip per level).  With the cache (DEX policy: inner nodes"

@@ -474,6 +474,8 @@ typedef struct dm_tree_counters
 	uint64_t	leaves_reclaimed;	/* empty leaves this handle took out (dm_tree_reclaim) */
 	uint64_t	nodes_reused;	/* nodes its splits took from the tree's reuse list */
 	uint64_t	unlinks_finished;	/* unlinks of a dead reclaimer this handle finished */
+	uint64_t	redo_slots_lost;	/* redo slots it left to the tree instead of freeing them:
+									 * a write of its abandoned (timed out) may still use them */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

@@ -41,6 +41,7 @@ struct dm_tree
 	uint64_t	lock_seq;		/* makes every acquisition's lock value different */
 	/* redo slot of this handle on each memnode it writes over shm (dm_tree_io.c); 0 = none yet */
 	dm_gaddr	redo[DM_TREE_MAX_MEMNODES];
+	uint64_t	redo_tag[DM_TREE_MAX_MEMNODES];	/* the tag in its first word (dm_tree_io.c) */
 	int			repairing;		/* dm_node_read is waiting to repair a node: no recursion */
 	dm_gaddr	root;			/* cached root address (0 = read the root word) */
 	unsigned	rr;				/* round-robin cursor for placement above level M */
@@ -152,6 +153,8 @@ extern int	dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *
  */
 #define DM_LOCK_REDO (UINT64_C(1) << 63)
 #define DM_LOCK_REDO_SLOT(v) ((v) & ~DM_LOCK_REDO & ~UINT64_C(0xFF))
+/* The tag word of a redo slot while a write that uses it is under way (dm_tree_io.c). */
+#define DM_REDO_BUSY UINT64_C(1)
 
 /* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
 extern int	dm_tree_redo_release(dm_tree *t);
@@ -204,10 +207,12 @@ extern void dm_tree_wlog_free(dm_tree *t);
  * memnode list, 7 partition map (dm_tree_own.c), 8 writer word, 9
  * high-water mark, 10 fence directory (dm_tree_writer.c), 11 removal
  * horizon (dm_tree_replica.c), 12 the reuse list of reclaimed nodes
- * (dm_tree_reclaim.c), 13-15 unused (zero).
+ * (dm_tree_reclaim.c), 13 the count of redo slots ever tagged (their tags,
+ * dm_tree_io.c), 14-15 unused (zero).
  */
 #define DM_META_WORD_ADDR(t, k) ((t)->info.meta_addr + 8 * ((k) - 1))
 #define DM_META_HORIZON 11
+#define DM_META_REDO_TAGS 13
 
 /* dm_tree_replica.c */
 /*

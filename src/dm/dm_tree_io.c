@@ -54,6 +54,38 @@
  * the repaired bytes, would land on whatever was written after the repair.
  * Its lock value cannot tell a stalled process from a dead one; the
  * lock_timeout is chosen so that the first does not happen.
+ *
+ * Redo slots are guarded too.  A slot is freed (dm_tree_redo_release,
+ * between operations) and its memory handed out again, as anyone's node or
+ * slot, while a batch of its old writer may still be on its way: a shm
+ * write abandoned on a timeout that a process executes later, a writer
+ * stalled inside its batch.  The redo stores come before the node's guard,
+ * so the node guard cannot stop them.  So a slot's first word holds a tag
+ * (unique per slot the tree ever had: meta word 13 counts them, and its
+ * memnode field is not the slot's memnode, so no lock word of a node there
+ * can hold it), and a write claims the slot by a guard CAS(tag -> tag |
+ * BUSY) before its redo stores and gives it back (BUSY cleared) after its
+ * last store to the node:
+ *
+ *   [fence] GUARD CAS(slot: tag -> tag|BUSY)  WRITE slot+8 target, slot+16
+ *   image  GUARD CAS(version ...)  ...  WRITE version  CAS(slot: tag|BUSY ->
+ *   tag)  CAS(lock: ours -> 0)
+ *
+ * Freeing first CASes tag -> 0; only if that succeeds (no write holds the
+ * slot) is it freed, so no late batch can pass the slot guard afterwards,
+ * whatever the memory has become.  If it fails (BUSY: a batch abandoned
+ * earlier is under way, or stopped at its failed node guard and left the
+ * slot claimed) the slot stays with the tree, unused (redo_slots_lost).
+ * A write that finds its own slot claimed likewise leaves the slot, and
+ * is redone (DM_TREE_STALE) under a new lock value naming a new one.  A
+ * slot's image is thus written only by the write that holds it BUSY, and
+ * stays BUSY, with that image, when its writer dies mid-write: a repair
+ * requires exactly that.  A late batch that claims the slot between two
+ * writes of its handle stores a stale image nobody uses (it only matters
+ * while BUSY, and the next write's claim fails on it, or overwrites it).
+ * Slot layout: word 0 the tag, word 1 the node's address, then the node's
+ * image from byte 16 on (its version is the DIRTY version made clean, and
+ * the checksum covers it).
  */
 #include <sched.h>
 #include <stdarg.h>
@@ -254,6 +286,21 @@ next_lock_value(dm_tree *t)
 }
 
 /*
+ * The tag of the n-th redo slot of a tree (top of the file): DM_LOCK_REDO
+ * set, a memnode field other than the slot's own (lock words there that
+ * have DM_LOCK_REDO name slots of that memnode), and n, made to differ
+ * between trees, in bits 1..47 (bit 0 is DM_REDO_BUSY).  Distinct n give
+ * distinct tags: unique within the tree, whose memory the slot stays.
+ */
+static uint64_t
+redo_tag(uint16_t mn, uint64_t tree_id, uint64_t n)
+{
+	uint64_t	nonce = (n + tree_id * UINT64_C(0x9E3779B97F4A7C15)) & ((UINT64_C(1) << 47) - 1);
+
+	return DM_LOCK_REDO | ((uint64_t) ((mn ^ 1) & DM_NODE_ID_MAX) << DM_OFFSET_BITS) | (nonce << 1);
+}
+
+/*
  * The lock value for a write of the node at addr: over shm it names this
  * handle's redo slot on that memnode (allocated on first use; without one,
  * e.g. when the memnode is full, a plain value: no repair then).
@@ -274,6 +321,8 @@ lock_value_for(dm_tree *t, dm_gaddr addr)
 	if (t->redo[i] == 0)
 	{
 		dm_gaddr	slot;
+		dm_op		ops[2];
+		uint64_t	tag;
 
 		/*
 		 * One node-sized grant of the tree's own (freed with it), apart
@@ -284,7 +333,26 @@ lock_value_for(dm_tree *t, dm_gaddr addr)
 		if (dm_slab_alloc(t->c, mn, t->info.tree_id, t->node_size, &slot) != DM_OK ||
 			(slot & 0xFF) != 0 || (slot & DM_LOCK_REDO))
 			return next_lock_value(t);
+		/* its tag: the tree's count of slots, fenced like every write of the tree */
+		if (dm_tree_fence_op(t, &ops[0], t->home) != DM_OK)
+		{
+			(void) dm_slab_free(t->c, t->info.tree_id, slot, t->node_size);
+			return next_lock_value(t);
+		}
+		dm_op_atomic(&ops[1], DM_OP_FAA, DM_META_WORD_ADDR(t, DM_META_REDO_TAGS), 1, 0);
+		if (dm_post(t->c, ops, 2, NULL) != DM_OK || dm_tree_fenced_off(t, &ops[0]))
+		{
+			(void) dm_slab_free(t->c, t->info.tree_id, slot, t->node_size);
+			return next_lock_value(t);
+		}
+		tag = redo_tag(mn, t->info.tree_id, ops[1].result);
+		if (dm_write(t->c, slot, &tag, 8) != DM_OK)
+		{
+			(void) dm_slab_free(t->c, t->info.tree_id, slot, t->node_size);
+			return next_lock_value(t);
+		}
 		t->redo[i] = slot;
+		t->redo_tag[i] = tag;
 		t->ctr.redo_slots++;
 	}
 	return DM_LOCK_REDO | t->redo[i] | (++t->lock_seq & 0xFF);
@@ -298,12 +366,25 @@ dm_tree_redo_release(dm_tree *t)
 	/* only while no lock of ours names a slot: between operations */
 	for (int i = 0; i < t->nmemnodes; i++)
 	{
+		uint64_t	old = 0;
 		int			r;
 
 		if (t->redo[i] == 0)
 			continue;
-		r = dm_slab_free(t->c, t->info.tree_id, t->redo[i], t->node_size);
+		/*
+		 * Untag it first: a batch of ours still on its way then fails its
+		 * claim, whatever the memory has become.  Claimed (BUSY): such a
+		 * batch is under way or stopped half-way; the slot stays the
+		 * tree's.  Not fenced: the slot is this handle's own, and a
+		 * fenced writer's batches stop at their fence before the slot.
+		 */
+		r = dm_cas(t->c, t->redo[i], t->redo_tag[i], 0, &old);
+		if (r == DM_OK && old == t->redo_tag[i])
+			r = dm_slab_free(t->c, t->info.tree_id, t->redo[i], t->node_size);
+		else if (r == DM_OK)
+			t->ctr.redo_slots_lost++;
 		t->redo[i] = 0;
+		t->redo_tag[i] = 0;
 		t->ctr.redo_slots--;
 		if (r != DM_OK && rc == DM_OK)
 			rc = dm_tree_fail(t, r, "%s", dm_client_error(t->c));
@@ -322,7 +403,7 @@ repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 {
 	dm_gaddr	slot = DM_LOCK_REDO_SLOT(prev);
 	uint8_t    *img;
-	uint64_t	ver, target;
+	uint64_t	ver, tag, target;
 	dm_op		ops[2];
 	int			rc;
 
@@ -337,11 +418,16 @@ repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 		free(img);
 		return -rc;
 	}
-	memcpy(&target, img, 8);
+	memcpy(&tag, img, 8);
+	memcpy(&target, img + 8, 8);
+	/* the slot's image as the node: its version is the dead write's, made clean */
+	memset(img, 0, 8);
+	NODE_HDR(img)->version = ver & ~DM_VERSION_DIRTY;
 	rc = 0;
-	if ((ver & DM_VERSION_DIRTY) && target == addr &&
-		dm_node_valid(img, t->node_size, t->info.tree_id) &&
-		NODE_HDR(img)->version == (ver & ~DM_VERSION_DIRTY))
+	/* claimed (BUSY) by a write of this node that never gave it back: the dead writer's */
+	if ((ver & DM_VERSION_DIRTY) && (tag & DM_LOCK_REDO) && (tag & DM_REDO_BUSY) &&
+		dm_gaddr_node(tag) != dm_gaddr_node(slot) && target == addr &&
+		dm_node_valid(img, t->node_size, t->info.tree_id))
 	{
 		dm_op		wops[3];
 
@@ -483,20 +569,45 @@ dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held)
 	return rc == DM_OK ? DM_OK : transport_error(t, rc);
 }
 
+/* The position of this handle's redo slot `slot` (-1: not one of ours now). */
+static int
+redo_index(const dm_tree *t, dm_gaddr slot)
+{
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->redo[i] != 0 && t->redo[i] == slot)
+			return i;
+	return -1;
+}
+
+/*
+ * Leave redo slot i to the tree (a batch of ours abandoned earlier claimed
+ * it, or may): a new one is taken at the next lock.
+ */
+static void
+redo_abandon(dm_tree *t, int i)
+{
+	t->redo[i] = 0;
+	t->redo_tag[i] = 0;
+	t->ctr.redo_slots--;
+	t->ctr.redo_slots_lost++;
+}
+
 /*
  * Write new nodes, then the node at addr (sealed), fenced by its version
  * (see the top of the file), and release its remote lock `held` (0: a node
  * written under its cache frame's local lock only; the guard fences it all
  * the same).  DM_TREE_STALE: the guard failed, nothing of the node landed
  * (new nodes on another memnode did, unreachable: leaked), and our lock,
- * if we still had it, is released.
+ * if we still had it, is released.  Also DM_TREE_STALE, with nothing
+ * written, when our redo slot was found claimed (top of the file): the
+ * slot is left, and the operation's next lock names a new one.
  */
 static int
 write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
-	dm_op		ops[12];
-	int			n = 0, g, f;
+	dm_op		ops[16];
+	int			n = 0, g, f, sg = -1, ri = -1;
 	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
 
@@ -547,9 +658,28 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		goto fenced;
 	if (held & DM_LOCK_REDO)
 	{
-		/* the redo image first: whoever finds the node torn can finish the write from it */
-		dm_op_write(&ops[n++], DM_LOCK_REDO_SLOT(held), &addr, 8);
-		dm_op_write(&ops[n++], DM_LOCK_REDO_SLOT(held) + 8, (uint8_t *) buf + 8, dm_node_used_bytes(buf) - 8);
+		dm_gaddr	slot = DM_LOCK_REDO_SLOT(held);
+
+		/*
+		 * A lock naming a slot we have left since we took it (an earlier
+		 * write of the same operation found it claimed: a reclaimer holds
+		 * three locks at once): take a new lock, naming a new slot.
+		 */
+		if ((ri = redo_index(t, slot)) < 0)
+		{
+			NODE_HDR(buf)->version = v;
+			if ((rc = dm_node_unlock(t, addr, held)) != DM_OK)
+				return rc;
+			return DM_TREE_STALE;
+		}
+		/*
+		 * The redo image first (whoever finds the node torn can finish the
+		 * write from it), in the slot claimed by its tag (top of the file).
+		 */
+		sg = n;
+		dm_op_guard(&ops[n++], slot, t->redo_tag[ri], t->redo_tag[ri] | DM_REDO_BUSY);
+		dm_op_write(&ops[n++], slot + 8, &addr, 8);
+		dm_op_write(&ops[n++], slot + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
 	}
 	g = n;
 	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
@@ -559,6 +689,9 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	/* from the checksum on (lock and version words are the ops'), then clean */
 	dm_op_write(&ops[n++], addr + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
 	dm_op_write(&ops[n++], addr + 8, &NODE_HDR(buf)->version, 8);
+	if (sg >= 0)
+		dm_op_atomic(&ops[n++], DM_OP_CAS, DM_LOCK_REDO_SLOT(held), t->redo_tag[ri] | DM_REDO_BUSY,
+					 t->redo_tag[ri]);
 	if (held)
 		dm_op_atomic(&ops[n++], DM_OP_CAS, addr, held, 0);
 	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
@@ -568,11 +701,31 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		rc = DM_ERR_FENCED;
 		goto fenced;
 	}
+	if (sg >= 0 && dm_op_guard_failed(&ops[sg]))
+	{
+		/* our slot is claimed by a batch of ours abandoned earlier: nothing landed */
+		redo_abandon(t, ri);
+		NODE_HDR(buf)->version = v;
+		if ((rc = dm_node_unlock(t, addr, held)) != DM_OK)
+			return rc;
+		return DM_TREE_STALE;
+	}
 	if (dm_op_guard_failed(&ops[g]))
 	{
 		t->ctr.fenced_writes++;
 		NODE_HDR(buf)->version = v;
-		if (held && (rc = dm_node_unlock(t, addr, held)) != DM_OK)
+		if (sg >= 0)
+		{
+			dm_op		uops[2];
+
+			/* the batch stopped with our slot claimed: give it back, with our lock */
+			dm_op_atomic(&uops[0], DM_OP_CAS, DM_LOCK_REDO_SLOT(held), t->redo_tag[ri] | DM_REDO_BUSY,
+						 t->redo_tag[ri]);
+			dm_op_atomic(&uops[1], DM_OP_CAS, addr, held, 0);
+			if ((rc = dm_post(t->c, uops, 2, NULL)) != DM_OK)
+				return transport_error(t, rc);
+		}
+		else if (held && (rc = dm_node_unlock(t, addr, held)) != DM_OK)
 			return rc;
 		return DM_TREE_STALE;
 	}

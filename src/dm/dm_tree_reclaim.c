@@ -46,7 +46,11 @@
  * slots).  Pop: CAS(slot: B -> 0) by a splitting writer whose node grant on
  * B's memnode is used up (dm_node_alloc_split): the CAS is the claim, so a
  * node is handed to exactly one writer; a slot that holds B again was
- * pushed again, i.e. B is free again (no ABA harm).  Memory thus stays with
+ * pushed again, i.e. B is free again (no ABA harm).  Every change of the
+ * list (push, pop, each with its count, and installing the block) is one
+ * batch behind the writer fence (home_post: dm_tree_writer.c), the slot
+ * CAS a guard so the count moves only with it: a writer fenced off by a
+ * takeover changes nothing of the list, as it writes no node.  Memory thus stays with
  * the tree (never returned to the memnode, which would overwrite the lock
  * and version words and could hand the range to another tree), and a
  * tree's footprint is bounded by its peak size plus 8191 free nodes.
@@ -77,6 +81,10 @@
  *    lock is only for progress, every write is guarded by the version.
  *  - Frames: B is written DEAD through its frame, which drops it
  *    (cacheable() refuses DEAD nodes), and is invalidated again when freed.
+ *
+ * Inner nodes are not reclaimed (a parent keeps its first child, so it never
+ * empties); why, and the half-dead design that would do it, are in
+ * docs/design.md §5 ("Inner-node reclamation: not built").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -103,13 +111,33 @@ xport(dm_tree *t, int rc)
 	return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
 }
 
+/*
+ * Post ops[0..n) to the home memnode, where the reuse list lives, ops[0]
+ * being set here to the writer fence (dm_tree_writer.c): a writer fenced
+ * off by a takeover (an old primary) pushes, pops and installs nothing.
+ * DM_ERR_FENCED then.
+ */
+static int
+home_post(dm_tree *t, dm_op *ops, int n)
+{
+	int			rc;
+
+	if ((rc = dm_tree_fence_op(t, &ops[0], t->home)) != DM_OK)
+		return rc;
+	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)
+		return xport(t, rc);
+	if (dm_tree_fenced_off(t, &ops[0]))
+		return DM_ERR_FENCED;
+	return DM_OK;
+}
+
 /* The reuse block's address (0 if there is none and create is 0). */
 static int
 reuse_block(dm_tree *t, int create, dm_gaddr *out)
 {
-	uint64_t	w,
-				old;
+	uint64_t	w;
 	dm_gaddr	blk;
+	dm_op		ops[2];
 	int			rc;
 
 	*out = 0;
@@ -124,12 +152,16 @@ reuse_block(dm_tree *t, int create, dm_gaddr *out)
 	{
 		if ((rc = dm_slab_alloc(t->c, t->home, t->info.tree_id, REUSE_BYTES, &blk)) != DM_OK)
 			return xport(t, rc);
-		if ((rc = dm_cas(t->c, reuse_word(t), 0, blk, &old)) != DM_OK)
-			return xport(t, rc);
-		if (old != 0)
+		dm_op_atomic(&ops[1], DM_OP_CAS, reuse_word(t), 0, blk);
+		if ((rc = home_post(t, ops, 2)) != DM_OK)
 		{
 			(void) dm_slab_free(t->c, t->info.tree_id, blk, REUSE_BYTES);
-			w = old;
+			return rc;
+		}
+		if (ops[1].result != 0)
+		{
+			(void) dm_slab_free(t->c, t->info.tree_id, blk, REUSE_BYTES);
+			w = ops[1].result;
 		}
 		else
 			w = blk;
@@ -164,7 +196,6 @@ reuse_push(dm_tree *t, dm_gaddr addr, int *pushed)
 {
 	uint64_t	w[REUSE_WIN_WORDS];
 	dm_gaddr	blk;
-	uint64_t	old;
 	int			rc;
 
 	*pushed = 0;
@@ -180,17 +211,20 @@ reuse_push(dm_tree *t, dm_gaddr addr, int *pushed)
 		{
 			dm_gaddr	slot = blk + (uint64_t) wi * REUSE_WIN + 8 * (uint64_t) i;
 
+			dm_op		ops[3];
+
 			if (w[i] != 0)
 				continue;
-			if ((rc = dm_cas(t->c, slot, 0, addr, &old)) != DM_OK)
-				return xport(t, rc);
-			if (old == 0)
+			/* the slot, and only if we got it the count: a failed guard ends the batch */
+			dm_op_guard(&ops[1], slot, 0, addr);
+			dm_op_atomic(&ops[2], DM_OP_FAA, blk, 1, 0);
+			if ((rc = home_post(t, ops, 3)) != DM_OK)
+				return rc;
+			if (!dm_op_guard_failed(&ops[1]))
 			{
 				*pushed = 1;
 				t->reuse_push_win = (unsigned) wi;
-				if ((rc = dm_faa(t->c, blk, 1, &old)) != DM_OK)
-					return xport(t, rc);
-				t->reuse_hint = old + 1;
+				t->reuse_hint = ops[2].result + 1;
 			}
 		}
 	}
@@ -205,7 +239,6 @@ dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *versio
 	uint64_t	w[REUSE_WIN_WORDS];
 	uint8_t    *nb;
 	dm_gaddr	blk;
-	uint64_t	old;
 	int			rc;
 
 	/* no list yet: look for one now and then only (a VACUUM elsewhere makes it) */
@@ -242,20 +275,22 @@ dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *versio
 		{
 			dm_gaddr	a = w[i];
 			dm_gaddr	slot = blk + (uint64_t) wi * REUSE_WIN + 8 * (uint64_t) i;
+			dm_op		ops[3];
 
 			if (a == 0 || dm_gaddr_node(a) != memnode)
 				continue;
-			/* the claim: whoever empties the slot has the node */
-			if ((r = dm_cas(t->c, slot, a, 0, &old)) != DM_OK)
+			/* the claim: whoever empties the slot has the node (and counts it) */
+			dm_op_guard(&ops[1], slot, a, 0);
+			dm_op_atomic(&ops[2], DM_OP_FAA, blk, (uint64_t) -1, 0);
+			if ((r = home_post(t, ops, 3)) != DM_OK)
 			{
-				rc = xport(t, r);
+				rc = r;
 				goto out;
 			}
-			if (old != a)
+			if (dm_op_guard_failed(&ops[1]))
 				continue;		/* taken by another writer */
 			t->reuse_pop_win = (unsigned) wi;
-			(void) dm_faa(t->c, blk, (uint64_t) -1, &old);
-			t->reuse_hint = old - 1;
+			t->reuse_hint = ops[2].result - 1;
 			if ((r = dm_node_read(t, a, nb)) != DM_OK)
 			{
 				rc = r;

@@ -601,16 +601,34 @@ error_detail(const dm_client *client, const char *address)
 	return detail;
 }
 
+const char *
+dmindex_error_memnode(const dm_client *client, char *buf, size_t len)
+{
+	const char *msg = client ? dm_client_error(client) : NULL;
+	const char *end;
+
+	/* dm_client's messages about one memnode start "memnode ADDRESS: " */
+	if (msg == NULL || strncmp(msg, "memnode ", 8) != 0 || (end = strstr(msg + 8, ": ")) == NULL ||
+		end == msg + 8 || (size_t) (end - (msg + 8)) >= len)
+		return NULL;
+	memcpy(buf, msg + 8, end - (msg + 8));
+	buf[end - (msg + 8)] = '\0';
+	return buf;
+}
+
 void
 dmindex_report(int elevel, int status, const dm_client *client,
 			   const char *address)
 {
 	char	   *detail;
 	bool		has_detail;
+	char		named[128];
 
 	Assert(status != DM_OK);
 	Assert(elevel < ERROR || CritSectionCount == 0);
 
+	if (address == NULL)
+		address = dmindex_error_memnode(client, named, sizeof(named));
 	if (address == NULL)
 		address = "unknown";
 	detail = error_detail(client, address);

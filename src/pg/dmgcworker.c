@@ -15,7 +15,9 @@
  * short-lived worker per remaining database, one at a time, which runs the
  * collector there without waiting for any lock: an index under DDL makes it
  * give up on that database until the next round (so a prepared transaction
- * that holds such a lock for long delays collection there until it ends).  The launcher starts only once recovery
+ * that holds such a lock for long delays collection there until it ends).
+ * The launcher waits for each worker a bounded time (wait_for_collector).
+ * The launcher starts only once recovery
  * has finished: a hot standby never frees remote memory.
  */
 #include "postgres.h"
@@ -37,6 +39,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "dmam.h"
 #include "dmindex.h"
@@ -84,13 +87,57 @@ list_databases(int *n)
 	return out;
 }
 
-/* Run the collector in database dboid in a worker of its own; wait for it. */
+/*
+ * Wait for the collector of database dboid to end, but not for ever: it
+ * takes no lock it would wait for and every remote operation has a
+ * timeout, yet a worker that hangs anyway (in its connection to the
+ * database, say) must not stop collection in every other database.  After
+ * gc_naptime + 5 minutes it is told to stop (SIGTERM) and, if it has not
+ * after another minute, left alone; either way the next round starts on
+ * time.  Interrupts of the launcher (SIGTERM) are served while it waits.
+ */
+static void
+wait_for_collector(BackgroundWorkerHandle *handle, Oid dboid)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	long		limit_ms = ((long) (dmindex_gc_naptime > 0 ? dmindex_gc_naptime : 60) + 300) * 1000L;
+	bool		terminated = false;
+
+	for (;;)
+	{
+		pid_t		pid;
+		BgwHandleStatus st;
+
+		CHECK_FOR_INTERRUPTS();
+		st = GetBackgroundWorkerPid(handle, &pid);
+		if (st == BGWH_STOPPED || st == BGWH_POSTMASTER_DIED)
+			return;
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), terminated ? limit_ms + 60000 : limit_ms))
+		{
+			if (terminated)
+			{
+				ereport(LOG,
+						(errmsg("dmindex: the collector for database %u did not stop; not waiting for it any more",
+								dboid)));
+				return;
+			}
+			ereport(LOG,
+					(errmsg("dmindex: the collector for database %u has run for %ld s: stopping it",
+							dboid, limit_ms / 1000)));
+			TerminateBackgroundWorker(handle);
+			terminated = true;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* Run the collector in database dboid in a worker of its own; wait for it (bounded). */
 static void
 collect_in_database(Oid dboid)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
-	pid_t		pid;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -109,8 +156,7 @@ collect_in_database(Oid dboid)
 				 errhint("Raise \"max_worker_processes\".")));
 		return;
 	}
-	if (WaitForBackgroundWorkerStartup(handle, &pid) == BGWH_STARTED)
-		(void) WaitForBackgroundWorkerShutdown(handle);
+	wait_for_collector(handle, dboid);
 	pfree(handle);
 }
 

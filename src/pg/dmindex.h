@@ -111,7 +111,8 @@ extern void dmindex_temp_client_destroy(DmTempClient *tc);
 
 /*
  * Report a failed dm operation (status != DM_OK) with a proper SQLSTATE.
- * address names the memnode (NULL: unknown); the detail comes from
+ * address names the memnode (NULL: the one the client's error message
+ * names, dmindex_error_memnode; "unknown" if none); the detail comes from
  * dm_client_error(client) when client is not NULL.  With elevel >= ERROR it
  * does not return; for DM_ERR_INTERRUPTED it first services the pending
  * interrupt (CHECK_FOR_INTERRUPTS), so a query cancel is reported as such.
@@ -127,6 +128,12 @@ extern void dmindex_report(int elevel, int status, const dm_client *client,
  */
 extern char *dmindex_error_text(const dm_client *client, int status,
 								const char *address);
+
+/*
+ * The memnode the client's last error names ("memnode HOST:PORT: ..."),
+ * copied to buf; NULL if it names none (an error of the tree itself).
+ */
+extern const char *dmindex_error_memnode(const dm_client *client, char *buf, size_t len);
 
 /* dmindex_report(ERROR, ...), and the compiler knows it does not return. */
 extern void dmindex_raise(int status, const dm_client *client,

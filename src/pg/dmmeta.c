@@ -119,8 +119,31 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 					 errdetail("%s", detail)));
 			break;
 		default:
-			/* transport failures: the client's message names the memnode */
-			dmindex_raise(status, dmindex_get_client(), NULL);
+			{
+				dm_client  *client = dmindex_get_client();
+				char		named[128];
+
+				/*
+				 * A failure of a memnode or of the way to it (the tree's
+				 * message is the client's, which names the memnode), or a
+				 * wait interrupted: reported as the memnode's.  Anything
+				 * else failed in the tree itself (a descent that did not
+				 * converge, an allocation): say so, with the tree's
+				 * message, not as a request of memnode "unknown".
+				 */
+				if (status == DM_ERR_INTERRUPTED || tree == NULL ||
+					(client && strcmp(detail, dm_client_error(client)) == 0 &&
+					 dmindex_error_memnode(client, named, sizeof(named)) != NULL))
+					dmindex_raise(status, client, NULL);
+				ereport(ERROR,
+						(errcode(status == DM_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY :
+								 status == DM_ERR_NOSPACE ? ERRCODE_INSUFFICIENT_RESOURCES :
+								 ERRCODE_INTERNAL_ERROR),
+						 errmsg("operation on the remote tree of index \"%s\" failed: %s",
+								RelationGetRelationName(index), dm_strerror(status)),
+						 detail[0] ? errdetail("%s%s", detail,
+											   strchr(".!?", detail[strlen(detail) - 1]) ? "" : ".") : 0));
+			}
 	}
 	pg_unreachable();
 }

@@ -11,6 +11,8 @@
  * each step the tree verifies and its contents equal a model of what the
  * writers were told succeeded.  A control run of the late write without a
  * takeover shows that the late batch does land when nothing fences it.
+ * Reclamation too (reclaim_fenced): the old writer takes no leaf out and
+ * neither pops from nor pushes to nor installs the tree's reuse list.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -357,6 +359,152 @@ run(const transport *tr)
 	m_free(&m);
 }
 
+/*
+ * Reclamation behind the fence: an old writer (fenced off by a takeover)
+ * can neither take empty leaves out (dm_tree_reclaim), nor push to, pop
+ * from or install the tree's reuse list (meta word 12), nor write a reused
+ * node.  Its attempts fail with DM_ERR_FENCED and change nothing: the
+ * reuse list keeps the same nodes, the tree the same nodes and entries.
+ * The new writer then reclaims and reuses as usual.  Before the reuse list
+ * was fenced, the old writer's split popped a free node (CAS on its slot)
+ * and then failed to write it: the node was gone from the list for good.
+ */
+static int
+same_addrs(dm_tree *t, const dm_gaddr *want, int nwant)
+{
+	dm_gaddr	got[512];
+	int			n = 0;
+
+	if (dm_tree_reuse_list(t, got, 512, &n) != DM_OK || n != nwant || n > 512)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (got[i] != want[i])
+			return 0;
+	return 1;
+}
+
+static void
+reclaim_fenced(const transport *tr)
+{
+	dm_client  *ca = connect_client(tr), *cb = connect_client(tr);
+	dm_tree_opts o;
+	dm_tree_name tn;
+	dm_tree_info info;
+	dm_tree    *a = NULL, *b = NULL;
+	dm_reclaim_result res;
+	dm_tree_stats st0, st1;
+	dm_gaddr	free0[512];
+	model		m = {0};
+	uint64_t	w1 = DM_WRITER_MAKE(1, 0xA), w2 = DM_WRITER_MAKE(2, 0xB), seen, word12 = 1;
+	int			rc = DM_OK, nfree0 = 0;
+	char		name[64];
+
+	if (!CHECK(ca && cb, "%s: reclaim: two clients", tr->name))
+		return;
+	for (int pass = 0; pass < 2; pass++)
+	{
+		/* pass 0: the list exists when the old writer is fenced; pass 1: it does not yet */
+		snprintf(name, sizeof(name), "fence-reclaim-%s-%d", tr->name, pass);
+		dm_tree_name_named(&tn, name);
+		memset(&o, 0, sizeof(o));
+		o.node_size = NODE_SIZE;
+		o.lock_timeout_ms = LOCK_TIMEOUT_MS;
+		o.writer = w1;
+		m.n = 0;
+		rc = dm_tree_create_new(ca, 1, &tn, &o, &a);
+		for (uint64_t k = 0; k < 400 && rc == DM_OK; k++)
+		{
+			rc = dm_tree_insert(a, key_entry(k), NULL);
+			m_insert(&m, key_entry(k));
+		}
+		for (uint64_t k = 100; k < 300 && rc == DM_OK; k++)
+		{
+			rc = dm_tree_delete(a, key_entry(k), NULL);
+			m_delete(&m, key_entry(k));
+		}
+		if (pass == 0 && rc == DM_OK && (rc = dm_tree_reclaim(a, &res)) == DM_OK)
+		{
+			CHECK(res.leaves_reclaimed > 0, "%s: reclaim: the writer reclaims %" PRIu64 " empty leaves",
+				  tr->name, res.leaves_reclaimed);
+			/* more empty leaves, left for later */
+			for (uint64_t k = 300; k < 360 && rc == DM_OK; k++)
+			{
+				rc = dm_tree_delete(a, key_entry(k), NULL);
+				m_delete(&m, key_entry(k));
+			}
+		}
+		CHECK_STATUS(rc, DM_OK, "%s: reclaim pass %d: 400 inserts, deletes leaving empty leaves", tr->name, pass);
+		if (rc != DM_OK)
+			break;
+
+		/* b takes over */
+		rc = dm_tree_open_existing(cb, 1, &tn, &b);
+		if (rc == DM_OK)
+			rc = dm_tree_writer_takeover(b, w1, w2, 0, &seen);
+		CHECK(rc == DM_OK && seen == w1, "%s: reclaim pass %d: another handle takes the tree over", tr->name, pass);
+		if (rc != DM_OK || dm_tree_stats_get(b, &st0) != DM_OK ||
+			dm_tree_reuse_list(b, free0, 512, &nfree0) != DM_OK || nfree0 > 512)
+		{
+			CHECK(0, "%s: reclaim pass %d: state before", tr->name, pass);
+			break;
+		}
+		CHECK(pass == 1 || nfree0 > 0, "%s: reclaim pass %d: %d free nodes in the reuse list", tr->name, pass, nfree0);
+
+		/* the old writer: reclaim, and splits that would pop free nodes */
+		CHECK_STATUS(dm_tree_reclaim(a, &res), DM_ERR_FENCED, "%s: reclaim pass %d: the old writer's reclaim is "
+					 "refused", tr->name, pass);
+		{
+			dm_entry	batch[100];
+			int			changed = -1;
+
+			for (int i = 0; i < 100; i++)
+				batch[i] = key_entry(5000 + (uint64_t) i);	/* one region: splits */
+			CHECK_STATUS(dm_tree_insert_sorted(a, batch, 100, &changed), DM_ERR_FENCED,
+						 "%s: reclaim pass %d: the old writer's splitting batch is refused", tr->name, pass);
+		}
+		CHECK(same_addrs(b, free0, nfree0), "%s: reclaim pass %d: the reuse list is unchanged (%d free nodes)",
+			  tr->name, pass, nfree0);
+		if (pass == 1)
+		{
+			if (dm_tree_open(cb, 1, &tn, &info) != DM_OK || dm_read(cb, info.meta_addr + 8 * 11, &word12, 8) != DM_OK)
+				word12 = 1;
+			CHECK(word12 == 0, "%s: reclaim: the old writer installed no reuse list (meta word 12 = %" PRIx64 ")",
+				  tr->name, word12);
+		}
+		if (dm_tree_stats_get(b, &st1) != DM_OK)
+			memset(&st1, 0, sizeof(st1));
+		CHECK(st1.nodes[0] == st0.nodes[0] && st1.nodes[1] == st0.nodes[1] && st1.half_dead == 0,
+			  "%s: reclaim pass %d: the tree has the same nodes (%" PRIu64 " leaves, none half-dead)",
+			  tr->name, pass, st1.nodes[0]);
+		CHECK(same_as_model(b, &m, "fenced reclaim"), "%s: reclaim pass %d: tree = model; verifies", tr->name, pass);
+
+		/* the new writer reclaims and reuses */
+		rc = dm_tree_reclaim(b, &res);
+		CHECK(rc == DM_OK && res.leaves_reclaimed > 0, "%s: reclaim pass %d: the new writer reclaims %" PRIu64
+			  " leaves", tr->name, pass, res.leaves_reclaimed);
+		for (uint64_t k = 6000; k < 6200 && rc == DM_OK; k++)
+		{
+			rc = dm_tree_insert(b, key_entry(k), NULL);
+			m_insert(&m, key_entry(k));
+		}
+		{
+			dm_tree_counters ctr;
+
+			dm_tree_get_counters(b, &ctr);
+			CHECK(rc == DM_OK && ctr.nodes_reused > 0, "%s: reclaim pass %d: its splits reuse %" PRIu64
+				  " freed nodes", tr->name, pass, ctr.nodes_reused);
+		}
+		CHECK(same_as_model(b, &m, "new writer reclaims"), "%s: reclaim pass %d: tree = model; verifies",
+			  tr->name, pass);
+		dm_tree_close(a);
+		CHECK_STATUS(dm_tree_destroy(b), DM_OK, "%s: reclaim pass %d: free the tree", tr->name, pass);
+		a = b = NULL;
+	}
+	dm_client_destroy(ca);
+	dm_client_destroy(cb);
+	m_free(&m);
+}
+
 int
 main(void)
 {
@@ -371,7 +519,10 @@ main(void)
 	}
 	for (size_t i = 0; i < sizeof(trs) / sizeof(trs[0]); i++)
 		if (test_backend_wanted(trs[i].backend))
+		{
 			run(&trs[i]);
+			reclaim_fenced(&trs[i]);
+		}
 	CHECK(WIFEXITED(memnode_stop(&mn1, SIGTERM)) && WIFEXITED(memnode_stop(&mn2, SIGTERM)),
 		  "memnodes exit on SIGTERM");
 	return tap_done();
