@@ -406,7 +406,10 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 				break;
 			case DM_RPC_UCX_ATTACH:
 				/* handshaken (authenticated) by now: the rkey may be handed out */
-				_Static_assert(sizeof(dm_rpc_ucx_rep) + DM_UCX_BLOB_MAX <= sizeof(rep), "UCX attach fits a reply");
+				{
+					/* (in a block: a declaration may not follow a case label in C11) */
+					_Static_assert(sizeof(dm_rpc_ucx_rep) + DM_UCX_BLOB_MAX <= sizeof(rep), "UCX attach fits a reply");
+				}
 				if (mn.ucx_blob == NULL)
 					status = DM_ERR_NOSHM;
 				else
