@@ -13,7 +13,9 @@
 # index that evicts constantly), so both run the very same checks.
 # run_pgbench_with_vacuum, the runner underneath (scripts + a VACUUM
 # client, with the checks that every client succeeded), serves other
-# tests with their own scripts (012).
+# tests with their own scripts (012).  start_write_load starts a write load
+# on a primary and returns at once, for tests that query other servers while
+# it runs (019, 021, 022).
 
 package DmindexWorkload;
 
@@ -27,7 +29,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
 
-our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum);
+our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum start_write_load);
 
 # run_pgbench_with_vacuum($node, $table, \%scripts, \%weights, duration =>
 # seconds, pause => time between VACUUMs, strict => also fail on any
@@ -84,6 +86,44 @@ sub run_pgbench_with_vacuum
 	ok(defined $vacuums && $vacuums >= 3,
 		'VACUUM ran repeatedly during the run (' . ($vacuums // 'none') . ')');
 	return $out;
+}
+
+# start_write_load($node, duration => seconds, lo => , hi => (the key range),
+# clients => N, ins => rows per insert, upd => , del => (key spans of an
+# update and a delete)): pgbench inserts, updates keys and deletes ranges in
+# table t on $node while a second pgbench VACUUMs t every second.  Returns at
+# once a hash: bench and vac (IPC::Run harnesses to pump and finish), out
+# and err (references to pgbench's stdout and stderr).
+sub start_write_load
+{
+	my ($node, %p) = @_;
+	my ($lo, $hi) = ($p{lo}, $p{hi});
+	my $dir = $node->basedir;
+	my %scripts = (
+		'load_insert.sql' => "\\set k random($lo, " . ($hi - $p{ins}) . ")\n"
+		  . "INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, " . ($p{ins} - 1) . ") g;\n",
+		'load_update.sql' => "\\set k random($lo, " . ($hi - $p{upd}) . ")\n\\set newk random($lo, $hi)\n"
+		  . "UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + $p{upd};\n",
+		'load_delete.sql' => "\\set k random($lo, " . ($hi - $p{del}) . ")\n"
+		  . "DELETE FROM t WHERE k BETWEEN :k AND :k + $p{del};\n",
+		'load_vacuum.sql' => "VACUUM t;\n\\sleep 1000 ms\n");
+	for my $f (keys %scripts)
+	{
+		open(my $fh, '>', "$dir/$f") or die "$dir/$f: $!";
+		print $fh $scripts{$f};
+		close $fh;
+	}
+	my ($out, $err, $vout, $verr) = ('', '', '', '');
+	my @conn = ('-h', $node->host, '-p', $node->port, 'postgres');
+	my %load = (out => \$out, err => \$err);
+	$load{bench} = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', $p{clients}, '-j', '2', '-T', $p{duration},
+		  map({ ('-f', "$dir/load_$_.sql") } qw(insert update delete)), @conn ],
+		'>', \$out, '2>', \$err);
+	$load{vac} = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '1', '-T', $p{duration}, '-f', "$dir/load_vacuum.sql", @conn ],
+		'>', \$vout, '2>', \$verr);
+	return \%load;
 }
 
 # pgbench_consistency($node, rows => initial rows, with => "WITH (...)" for

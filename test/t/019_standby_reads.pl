@@ -39,6 +39,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
+use DmindexWorkload;
 
 my $duration = $ENV{DM_STANDBY_SECONDS} // 15;
 
@@ -191,40 +192,8 @@ sub compare_once
 	return (1, '');
 }
 
-my $dir = $primary->basedir;
-my %scripts = (
-	'insert.sql' => q{
-\set k random(1, 100000)
-INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, 19) g;
-},
-	'update.sql' => q{
-\set k random(1, 100000)
-\set newk random(1, 100000)
-UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 3;
-},
-	'delete.sql' => q{
-\set k random(1, 100000)
-DELETE FROM t WHERE k BETWEEN :k AND :k + 20;
-},
-	'vacuum.sql' => q{
-VACUUM t;
-\sleep 1000 ms
-},);
-for my $f (keys %scripts)
-{
-	open(my $fh, '>', "$dir/$f") or die;
-	print $fh $scripts{$f};
-	close $fh;
-}
-my ($bout, $berr, $vout, $verr) = ('', '', '', '');
-my @conn = ('-h', $primary->host, '-p', $primary->port, 'postgres');
-my $bench = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '3', '-j', '2', '-T', $duration,
-	  '-f', "$dir/insert.sql", '-f', "$dir/update.sql", '-f', "$dir/delete.sql", @conn ],
-	'>', \$bout, '2>', \$berr);
-my $vac = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '1', '-T', $duration, '-f', "$dir/vacuum.sql", @conn ],
-	'>', \$vout, '2>', \$verr);
+my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
+my ($bench, $vac) = ($load->{bench}, $load->{vac});
 
 my %checks = (standby1 => 0, standby2 => 0);
 my @problems;
@@ -242,8 +211,8 @@ while ($bench->pumpable || $vac->pumpable)
 }
 $bench->finish;
 $vac->finish;
-note "pgbench: $bout $berr";
-like($bout, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
+note "pgbench: ${$load->{out}} ${$load->{err}}";
+like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
 ok($checks{standby1} >= 5 && $checks{standby2} >= 5,
 	"checks ran on both standbys ($checks{standby1} and $checks{standby2})");
 is(join("\n", @problems), '',

@@ -32,6 +32,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
 use DmindexTest;
+use DmindexWorkload;
 
 my $duration = $ENV{DM_PARTITION_SECONDS} // 16;
 
@@ -131,40 +132,8 @@ for my $node (@all)
 
 # ---- maps set under a write load ---------------------------------------------------
 
-my $dir = $primary->basedir;
-my %scripts = (
-	'insert.sql' => q{
-\set k random(1, 100000)
-INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, 19) g;
-},
-	'update.sql' => q{
-\set k random(1, 100000)
-\set newk random(1, 100000)
-UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 3;
-},
-	'delete.sql' => q{
-\set k random(1, 100000)
-DELETE FROM t WHERE k BETWEEN :k AND :k + 20;
-},
-	'vacuum.sql' => q{
-VACUUM t;
-\sleep 1000 ms
-},);
-for my $f (keys %scripts)
-{
-	open(my $fh, '>', "$dir/$f") or die;
-	print $fh $scripts{$f};
-	close $fh;
-}
-my ($bout, $berr, $vout, $verr) = ('', '', '', '');
-my @conn = ('-h', $primary->host, '-p', $primary->port, 'postgres');
-my $bench = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '3', '-j', '2', '-T', $duration,
-	  '-f', "$dir/insert.sql", '-f', "$dir/update.sql", '-f', "$dir/delete.sql", @conn ],
-	'>', \$bout, '2>', \$berr);
-my $vac = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '1', '-T', $duration, '-f', "$dir/vacuum.sql", @conn ],
-	'>', \$vout, '2>', \$verr);
+my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
+my ($bench, $vac) = ($load->{bench}, $load->{vac});
 
 # the maps: [min, 33334) 0, [33334, 66667) 1, [66667, max] 2; then [min, 50000) 2, [50000, max] 1
 my @maps = (
@@ -201,8 +170,8 @@ while ($bench->pumpable || $vac->pumpable)
 }
 $bench->finish;
 $vac->finish;
-note "pgbench: $bout $berr";
-like($bout, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
+note "pgbench: ${$load->{out}} ${$load->{err}}";
+like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
 is($next_map, 2, 'both maps were set during the load');
 ok((grep { $checks{ $_->name } // 0 >= 3 } @all) == 3,
 	'checks ran on every server (' . join(', ', map { $_->name . ' ' . ($checks{ $_->name } // 0) } @all) . ')');

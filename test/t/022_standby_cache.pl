@@ -31,6 +31,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
+use DmindexWorkload;
 
 my $duration = $ENV{DM_STANDBY_CACHE_SECONDS} // 10;
 
@@ -157,41 +158,9 @@ sub compare_once
 	return (1, '');
 }
 
-my $dir = $primary->basedir;
-my %scripts = (
-	'upd.sql' => q{
-\set k random(50000, 99990)
-\set newk random(50000, 99999)
-UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 2;
-},
-	'ins.sql' => q{
-\set k random(50000, 99980)
-INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, 9) g;
-},
-	'del.sql' => q{
-\set k random(50000, 99990)
-DELETE FROM t WHERE k BETWEEN :k AND :k + 5;
-},
-	'vac.sql' => q{
-VACUUM t;
-\sleep 1000 ms
-},);
-for my $f (keys %scripts)
-{
-	open(my $fh, '>', "$dir/$f") or die;
-	print $fh $scripts{$f};
-	close $fh;
-}
 $s1->safe_psql('postgres', 'SELECT dmindex_cache_stats_reset()');
-my ($bout, $berr, $vout, $verr) = ('', '', '', '');
-my @conn = ('-h', $primary->host, '-p', $primary->port, 'postgres');
-my $bench = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', $duration,
-	  '-f', "$dir/upd.sql", '-f', "$dir/ins.sql", '-f', "$dir/del.sql", @conn ],
-	'>', \$bout, '2>', \$berr);
-my $vac = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '1', '-T', $duration, '-f', "$dir/vac.sql", @conn ],
-	'>', \$vout, '2>', \$verr);
+my $load = start_write_load($primary, duration => $duration, lo => 50000, hi => 99999, clients => 2, ins => 10, upd => 2, del => 5);
+my ($bench, $vac) = ($load->{bench}, $load->{vac});
 my ($checks, @problems) = (0);
 while ($bench->pumpable || $vac->pumpable)
 {
@@ -204,8 +173,8 @@ while ($bench->pumpable || $vac->pumpable)
 }
 $bench->finish;
 $vac->finish;
-note "pgbench: $bout $berr";
-like($bout, qr/number of transactions actually processed: [1-9]/, 'pgbench changed the standby\'s range on the primary');
+note "pgbench: ${$load->{out}} ${$load->{err}}";
+like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench changed the standby\'s range on the primary');
 ok($checks >= 5, "$checks comparisons on the standby");
 is(join("\n", @problems), '', 'under load: every standby index answer = its seqscan');
 
