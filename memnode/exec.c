@@ -258,6 +258,9 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 			case DM_OP_FETCH_OR:
 				results[i] = dm_mem_fetch_or(p, ops[i].arg0);
 				break;
+			case DM_OP_FETCH_MAX:
+				results[i] = dm_mem_fetch_max(p, ops[i].arg0);
+				break;
 		}
 		ctr->ops[ops[i].kind]++;
 		if (jslot && !skip)

@@ -912,6 +912,12 @@ dm_fetch_or(dm_client *c, dm_gaddr addr, uint64_t mask, uint64_t *old)
 	return atomic1(c, DM_OP_FETCH_OR, addr, mask, 0, old);
 }
 
+int
+dm_fetch_max(dm_client *c, dm_gaddr addr, uint64_t value, uint64_t *old)
+{
+	return atomic1(c, DM_OP_FETCH_MAX, addr, value, 0, old);
+}
+
 /* ---- RPCs ------------------------------------------------------------------ */
 
 int

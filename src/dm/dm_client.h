@@ -212,6 +212,8 @@ extern int	dm_write(dm_client *c, dm_gaddr addr, const void *buf, uint32_t len);
 extern int	dm_cas(dm_client *c, dm_gaddr addr, uint64_t expected, uint64_t desired, uint64_t *old);
 extern int	dm_faa(dm_client *c, dm_gaddr addr, uint64_t add, uint64_t *old);
 extern int	dm_fetch_or(dm_client *c, dm_gaddr addr, uint64_t mask, uint64_t *old);
+/* word = max(word, value) (unsigned); not over ucx, which has no such atomic (DM_ERR_INVALID) */
+extern int	dm_fetch_max(dm_client *c, dm_gaddr addr, uint64_t value, uint64_t *old);
 
 /* RPCs (always over the socket). */
 extern int	dm_ping(dm_client *c, uint16_t node_id);

@@ -59,6 +59,9 @@ apply(uint8_t *p, const dm_wire_op *op, const uint8_t *payload)
 		case DM_OP_FETCH_OR:
 			(void) dm_mem_fetch_or(p, op->arg0);
 			break;
+		case DM_OP_FETCH_MAX:
+			(void) dm_mem_fetch_max(p, op->arg0);
+			break;
 		default:
 			break;
 	}
@@ -80,6 +83,7 @@ apply_in_doubt(uint8_t *p, const dm_wire_op *op, const uint8_t *payload, int *ap
 	{
 		case DM_OP_WRITE:
 		case DM_OP_FETCH_OR:
+		case DM_OP_FETCH_MAX:	/* idempotent, like OR: applying it again changes nothing */
 			return apply(p, op, payload);
 		case DM_OP_CAS:
 			cur = __atomic_load_n((volatile uint64_t *) p, __ATOMIC_ACQUIRE);

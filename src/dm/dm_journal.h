@@ -24,7 +24,7 @@
  *   CAS       applied if the word still holds the expected value, taken
  *             as done if it holds the desired value, else taken as failed
  *             (a failed guard ends the batch there);
- *   FETCH_OR  applied again (idempotent);
+ *   FETCH_OR, FETCH_MAX  applied again (idempotent);
  *   FAA       not applied again (at most once: a counter may miss one add);
  *   READ      nothing.
  * Then the rest of the batch runs as it would have.  Residual risk: a CAS

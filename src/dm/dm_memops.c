@@ -113,3 +113,16 @@ dm_mem_fetch_or(volatile uint8_t *word, uint64_t mask)
 {
 	return __atomic_fetch_or((volatile uint64_t *) word, mask, __ATOMIC_SEQ_CST);
 }
+
+uint64_t
+dm_mem_fetch_max(volatile uint8_t *word, uint64_t value)
+{
+	uint64_t	old = __atomic_load_n((volatile uint64_t *) word, __ATOMIC_SEQ_CST);
+
+	/* a failed exchange reloads old: the loop ends once old >= value or ours landed */
+	while (old < value &&
+		   !__atomic_compare_exchange_n((volatile uint64_t *) word, &old, value, 0,
+										__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+	return old;
+}

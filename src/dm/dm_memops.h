@@ -20,5 +20,6 @@ extern void dm_mem_write(volatile uint8_t *dst, const void *src, uint32_t len, i
 extern uint64_t dm_mem_cas(volatile uint8_t *word, uint64_t expected, uint64_t desired);
 extern uint64_t dm_mem_faa(volatile uint8_t *word, uint64_t add);
 extern uint64_t dm_mem_fetch_or(volatile uint8_t *word, uint64_t mask);
+extern uint64_t dm_mem_fetch_max(volatile uint8_t *word, uint64_t value);
 
 #endif							/* DM_MEMOPS_H */

@@ -48,6 +48,7 @@ op_len_valid(const dm_wire_op *op)
 		case DM_OP_CAS:
 		case DM_OP_FAA:
 		case DM_OP_FETCH_OR:
+		case DM_OP_FETCH_MAX:
 			return op->len == 8;
 		default:
 			return 0;

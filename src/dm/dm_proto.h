@@ -28,8 +28,11 @@
  * statistics auth_failures / access_denied.  A memnode answers a HELLO of
  * any other version with DM_ERR_VERSION, whatever its length, so an older
  * client reports "protocol version mismatch" rather than a closed socket.
+ * 4: the fetch-and-max op (DM_OP_FETCH_MAX: a writer raises its tree's
+ * high-water mark in the batch that writes the node, not in a round trip
+ * of its own), and a statistics counter for it.
  */
-#define DM_PROTO_VERSION	3
+#define DM_PROTO_VERSION	4
 
 #define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
 #define DM_BATCH_MAX_OPS	4096

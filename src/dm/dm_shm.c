@@ -187,6 +187,9 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 			case DM_OP_FETCH_OR:
 				op->result = dm_mem_fetch_or(p, op->arg0);
 				break;
+			case DM_OP_FETCH_MAX:
+				op->result = dm_mem_fetch_max(p, op->arg0);
+				break;
 		}
 		cn->ctr.ops[op->kind]++;
 	}

@@ -452,6 +452,16 @@ extern int	dm_tree_writer_takeover(dm_tree *t, uint64_t expected, uint64_t word,
 extern int	dm_tree_writer_raise(dm_tree *t, uint64_t mark);
 /* The high-water mark as this handle last saw it. */
 extern uint64_t dm_tree_writer_high_water(const dm_tree *t);
+/*
+ * The next write of this handle depends on mark: raise the mark to it before
+ * that write lands.  No remote op here: the batch that writes the node
+ * carries the raise (a fetch-and-max after its fence guard), so it costs no
+ * round trip of its own; where a batch cannot carry it (the node on another
+ * memnode than the mark, a ucx transport), the write raises it first.
+ */
+extern void dm_tree_writer_require(dm_tree *t, uint64_t mark);
+/* Raise what dm_tree_writer_require asked for now (a write that carries no raise). */
+extern int	dm_tree_writer_settle(dm_tree *t);
 
 /* Counters of this handle (on top of the client's transport counters). */
 typedef struct dm_tree_counters

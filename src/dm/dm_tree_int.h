@@ -76,6 +76,8 @@ struct dm_tree
 	uint64_t	writer;			/* the writer word this handle writes under */
 	int			writer_refused;	/* may not write at all (dm_tree_writer_refuse) */
 	uint64_t	high_water;		/* the high-water mark as this handle last saw it */
+	uint64_t	hw_want;		/* ... as the next write needs it (dm_tree_writer_require) */
+	int			hw_carry;		/* 0 unknown, 1 node batches carry the raise, -1 they cannot */
 	dm_gaddr	fence[DM_TREE_MAX_MEMNODES];	/* fence word per memnode position */
 
 	int			nown;			/* owned ranges of entries [own_lo, own_hi), merged */
@@ -270,6 +272,15 @@ extern int	dm_tree_owns_entry(const dm_tree *t, dm_entry e);
 extern int	dm_tree_fence_op(dm_tree *t, dm_op *op, uint16_t mn);
 /* Whether that guard failed (then DM_ERR_FENCED is described in t->err). */
 extern int	dm_tree_fenced_off(dm_tree *t, const dm_op *op);
+/*
+ * For a node-writing batch's part on memnode mn, right after its fence op:
+ * 1 if the high-water raise dm_tree_writer_require asked for is due and op
+ * now carries it, 0 if none is due (or it was raised now, by a round trip of
+ * its own, because this batch cannot carry it), else -status.  After the
+ * batch passed its fence guard, dm_tree_writer_carried(t, op) notes it.
+ */
+extern int	dm_tree_writer_carry_op(dm_tree *t, dm_op *op, uint16_t mn);
+extern void dm_tree_writer_carried(dm_tree *t, const dm_op *op);
 extern int	dm_tree_writer_load(dm_tree *t, const uint64_t *meta);
 extern int	dm_tree_writer_create(dm_tree *t, uint64_t *meta);
 

@@ -607,7 +607,7 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
 {
 	dm_op		ops[16];
-	int			n = 0, g, f, sg = -1, ri = -1;
+	int			n = 0, g, f, sg = -1, ri = -1, hw = -1;
 	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
 
@@ -656,6 +656,16 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	f = n;
 	if ((rc = dm_tree_fence_op(t, &ops[n++], dm_gaddr_node(addr))) != DM_OK)
 		goto fenced;
+	/* then the high-water mark this write depends on, if it is due (dm_tree_writer.c) */
+	if ((rc = dm_tree_writer_carry_op(t, &ops[n], dm_gaddr_node(addr))) < 0)
+	{
+		rc = -rc;
+		if (rc == DM_ERR_FENCED)
+			goto fenced;
+		return rc;
+	}
+	if (rc == 1)
+		hw = n++;
 	if (held & DM_LOCK_REDO)
 	{
 		dm_gaddr	slot = DM_LOCK_REDO_SLOT(held);
@@ -701,6 +711,8 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		rc = DM_ERR_FENCED;
 		goto fenced;
 	}
+	if (hw >= 0)
+		dm_tree_writer_carried(t, &ops[hw]);
 	if (sg >= 0 && dm_op_guard_failed(&ops[sg]))
 	{
 		/* our slot is claimed by a batch of ours abandoned earlier: nothing landed */

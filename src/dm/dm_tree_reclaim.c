@@ -122,6 +122,9 @@ home_post(dm_tree *t, dm_op *ops, int n)
 {
 	int			rc;
 
+	/* these batches carry no high-water raise: one a write of ours needs goes first */
+	if ((rc = dm_tree_writer_settle(t)) != DM_OK)
+		return rc;
 	if ((rc = dm_tree_fence_op(t, &ops[0], t->home)) != DM_OK)
 		return rc;
 	if ((rc = dm_post(t->c, ops, n, NULL)) != DM_OK)

@@ -13,8 +13,10 @@
  *            memnode.
  *   word 9   the high-water mark: a number the writer raises before a write
  *            that depends on it (the access method: the WAL position every
- *            remote entry's heap tuple is at or before).  Only raised, by
- *            CAS, fenced like any write.
+ *            remote entry's heap tuple is at or before).  Only raised, fenced
+ *            like any write: by a fetch-and-max in the batch that writes the
+ *            node (dm_tree_writer_require: no round trip of its own), or by
+ *            CAS (dm_tree_writer_raise; ucx, which has no fetch-and-max).
  *   word 10  the fence directory: the address of a block on the home memnode
  *            holding, per position in the tree's memnode list, the address
  *            of that memnode's fence word (0 for the home: word 8); 0 when
@@ -273,4 +275,72 @@ uint64_t
 dm_tree_writer_high_water(const dm_tree *t)
 {
 	return t->high_water;
+}
+
+void
+dm_tree_writer_require(dm_tree *t, uint64_t mark)
+{
+	if (mark > t->hw_want)
+		t->hw_want = mark;
+}
+
+int
+dm_tree_writer_settle(dm_tree *t)
+{
+	return t->hw_want > t->high_water ? dm_tree_writer_raise(t, t->hw_want) : DM_OK;
+}
+
+/*
+ * Can a batch to the home memnode carry the raise?  Not over ucx, which has
+ * no fetch-and-max atomic (and a CAS cannot carry it: with several writers
+ * raising at once its expected value is usually stale, and a failed guard
+ * would stop the node's write too).
+ */
+static int
+home_can_carry(dm_tree *t)
+{
+	if (t->hw_carry == 0)
+	{
+		t->hw_carry = -1;
+		for (int i = 0; i < dm_client_nnodes(t->c); i++)
+		{
+			dm_node_info ni;
+
+			if (dm_client_node_info(t->c, i, &ni) == DM_OK && ni.node_id == t->home)
+				t->hw_carry = ni.backend == DM_BACKEND_UCX ? -1 : 1;
+		}
+	}
+	return t->hw_carry > 0;
+}
+
+int
+dm_tree_writer_carry_op(dm_tree *t, dm_op *op, uint16_t mn)
+{
+	int			rc;
+
+	if (t->hw_want <= t->high_water)
+		return 0;
+	/*
+	 * After the fence guard, before the node's guard: a fenced writer raises
+	 * nothing, and the mark is up before any byte of the node lands (ops to
+	 * one memnode run in order).  If the node's guard then fails, the mark
+	 * stays raised for a write that did not land: harmless, the WAL it names
+	 * is flushed.
+	 */
+	if (mn == t->home && home_can_carry(t))
+	{
+		dm_op_atomic(op, DM_OP_FETCH_MAX, meta_word_addr(t, HIGH_WATER_WORD), t->hw_want, 0);
+		return 1;
+	}
+	rc = dm_tree_writer_raise(t, t->hw_want);
+	return rc == DM_OK ? 0 : -rc;
+}
+
+void
+dm_tree_writer_carried(dm_tree *t, const dm_op *op)
+{
+	uint64_t	now = op->result > op->arg0 ? op->result : op->arg0;
+
+	if (now > t->high_water)
+		t->high_water = now;
 }

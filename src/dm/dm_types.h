@@ -97,10 +97,11 @@ typedef enum dm_op_kind
 	DM_OP_WRITE = 2,
 	DM_OP_CAS = 3,				/* compare-and-swap 8 bytes; result = old value */
 	DM_OP_FAA = 4,				/* fetch-and-add 8 bytes; result = old value */
-	DM_OP_FETCH_OR = 5			/* fetch-and-or 8 bytes; result = old value */
+	DM_OP_FETCH_OR = 5,			/* fetch-and-or 8 bytes; result = old value */
+	DM_OP_FETCH_MAX = 6			/* word = max(word, arg0), unsigned; result = old value */
 } dm_op_kind;
 
-#define DM_OP_KIND_MAX DM_OP_FETCH_OR
+#define DM_OP_KIND_MAX DM_OP_FETCH_MAX
 
 /*
  * Tree names (DESIGN.md §3: tree catalog).  A tree is named either by the

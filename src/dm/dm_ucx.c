@@ -661,6 +661,9 @@ dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 		uint32_t	len = op->kind == DM_OP_READ || op->kind == DM_OP_WRITE ? op->len : 8;
 
 		rc = dm_region_check_op(&cn->ucx_region, op->kind, dm_gaddr_offset(op->addr), len);
+		/* UCX has no fetch-and-max atomic (dm_tree_writer.c raises its mark with a CAS instead) */
+		if (rc == DM_OK && op->kind == DM_OP_FETCH_MAX)
+			rc = DM_ERR_INVALID;
 		if (rc != DM_OK)
 		{
 			if (bad_index)

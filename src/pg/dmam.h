@@ -58,7 +58,9 @@ extern uint64 dmindex_writer_initial(void);
 extern void dmindex_writer_created(Relation index, dm_tree *tree);
 /*
  * Before a remote write that depends on WAL up to lsn: flush it, wait for
- * the synchronous standbys (if any) and raise the tree's high-water mark.
+ * the synchronous standbys (if any), and have the tree's high-water mark
+ * raised to lsn before the first of those writes lands (the write's own
+ * batch carries the raise: dm_tree_writer_require).
  */
 extern void dmindex_before_remote_write(Relation index, dm_tree *tree, XLogRecPtr lsn);
 /* The end of the WAL inserted so far, as a position XLogFlush can reach. */

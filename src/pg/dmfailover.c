@@ -321,8 +321,6 @@ dmindex_wal_insert_end(void)
 void
 dmindex_before_remote_write(Relation index, dm_tree *tree, XLogRecPtr lsn)
 {
-	int			rc;
-
 	if (!replicated(index) || lsn == InvalidXLogRecPtr)
 		return;
 	if (lsn > synced_upto)
@@ -331,8 +329,8 @@ dmindex_before_remote_write(Relation index, dm_tree *tree, XLogRecPtr lsn)
 		(void) wait_for_sync_standbys(lsn);
 		synced_upto = lsn;
 	}
-	if ((rc = dm_tree_writer_raise(tree, (uint64) lsn)) != DM_OK)
-		dmindex_tree_error(index, tree, rc);
+	/* raised by the first write batch, which carries it: no round trip of its own */
+	dm_tree_writer_require(tree, (uint64) lsn);
 }
 
 static void

@@ -11,7 +11,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAGIC = 0x58494D44
 HELLO, BATCH, RPC, AUTH = 1, 2, 3, 4
-READ, WRITE, CAS, FAA, FOR = 1, 2, 3, 4, 5
+READ, WRITE, CAS, FAA, FOR, FMAX = 1, 2, 3, 4, 5, 6
 NODE = 1 << 48
 A_CHUNK, B_CHUNK = NODE | 0x210000, NODE | 0x200000
 A_ENTRY, B_ENTRY = NODE | (8192 + 512), NODE | 8192
@@ -23,9 +23,9 @@ def frame(typ, body, seq=1):
     return struct.pack("<IIHHIQ", MAGIC, 24 + len(body), typ, 0, 0, seq) + body
 
 
-def hello(identity=b"", version=3, nonce=b"\x11" * 32):
+def hello(identity=b"", version=4, nonce=b"\x11" * 32):
     body = struct.pack("<IIQ", version, 0, 4242) + b"fuzz seed".ljust(32, b"\0")
-    if version == 3:
+    if version >= 3:
         body += identity.ljust(64, b"\0") + nonce
     return frame(HELLO, body)
 
@@ -66,7 +66,7 @@ OPS = [
     (batch_body([op(READ, NODE | 0, 64)]), b""),
     (batch_body([op(WRITE, A_CHUNK + 64, 16)], b"\x42" * 16), b""),
     (batch_body([op(CAS, A_CHUNK, 8, 0, 1, 1), op(READ, A_CHUNK, 256), op(WRITE, A_CHUNK + 8, 8)], b"\x01" * 8), b""),
-    (batch_body([op(FAA, A_CHUNK + 16, 8, 1), op(FOR, A_ENTRY + 8, 8, 2)]), b""),
+    (batch_body([op(FAA, A_CHUNK + 16, 8, 1), op(FOR, A_ENTRY + 8, 8, 2), op(FMAX, A_CHUNK + 24, 8, 9)]), b""),
     (batch_body([op(READ, B_CHUNK, 64)]), b""),
     (batch_body([op(WRITE, B_ENTRY, 8)], b"\x07" * 8), b""),
     (batch_body([op(CAS, NODE | 4096, 8, 0, 1)]), b""),

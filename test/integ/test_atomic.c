@@ -43,6 +43,9 @@
 #define OFF_GO_FAA 320
 #define OFF_READY_LOCK 384
 #define OFF_GO_LOCK 448
+#define OFF_MAX 512
+#define OFF_READY_MAX 576
+#define OFF_GO_MAX 640
 #define OFF_BATCH 4096
 #define OFF_TEAR 8192			/* 1 KiB pattern area */
 #define OFF_TEAR_STOP 16384
@@ -235,6 +238,85 @@ test_faa(const config *cf, dm_client *c, dm_gaddr chunk)
 	CHECK(v == (uint64_t) K * m, "%s: FAA word = %d x %d = %d (got %" PRIu64 ")",
 		  cf->name, K, m, K * m, v);
 	tap_diag("%s: %d x %d FAA in %.2f s", cf->name, K, m, (now_ns() - t0) / 1e9);
+}
+
+/* ---- (a') fetch-and-max ------------------------------------------------- */
+
+/*
+ * Each child raises the word to i*K + id for i = 0..m-1.  If the max were
+ * a read and a write, a lower value could overwrite a higher one: the old
+ * values a child sees would then go down, and the end value could be less
+ * than the highest value anyone wrote.
+ */
+static int
+child_max(const config *cf, dm_gaddr chunk, int id, int m)
+{
+	dm_client  *c = connect_client(cf, mn1.addr, NULL);
+	uint64_t	old,
+				seen = 0;
+	int			rc,
+				down = 0;
+
+	if (!c)
+		return CHILD_ERROR;
+	if ((rc = child_barrier(c, chunk, OFF_READY_MAX, OFF_GO_MAX)) != DM_OK)
+		goto fail;
+	for (int i = 0; i < m; i++)
+	{
+		if ((rc = dm_fetch_max(c, chunk + OFF_MAX, (uint64_t) i * K + (uint64_t) id, &old)) != DM_OK)
+			goto fail;
+		if (old < seen)
+			down++;
+		seen = old;
+	}
+	dm_client_destroy(c);
+	if (down)
+		fprintf(stderr, "# max child %d saw the word go down %d times\n", id, down);
+	return down ? CHILD_VIOLATION : CHILD_OK;
+fail:
+	fprintf(stderr, "# max child: %s: %s\n", dm_strerror(rc), dm_client_error(c));
+	return CHILD_ERROR;
+}
+
+static void
+test_fetch_max(const config *cf, dm_client *c, dm_gaddr chunk)
+{
+	int			m = cf->backend == DM_BACKEND_SHM ? 20000 : 2000;
+	uint64_t	w = 100,
+				old = 0;
+	pid_t		pids[K];
+	int			codes[K],
+				bad;
+
+	CHECK_STATUS(dm_write(c, chunk + OFF_MAX, &w, 8), DM_OK, "%s: max word = 100", cf->name);
+	if (cf->backend == DM_BACKEND_UCX)
+	{
+		/* UCX has no such atomic: refused before anything is applied */
+		CHECK_STATUS(dm_fetch_max(c, chunk + OFF_MAX, 300, &old), DM_ERR_INVALID, "%s: FETCH_MAX refused", cf->name);
+		CHECK(dm_read(c, chunk + OFF_MAX, &w, 8) == DM_OK && w == 100, "%s: word unchanged (%" PRIu64 ")", cf->name, w);
+		return;
+	}
+	CHECK(dm_fetch_max(c, chunk + OFF_MAX, 50, &old) == DM_OK && old == 100 &&
+		  dm_read(c, chunk + OFF_MAX, &w, 8) == DM_OK && w == 100,
+		  "%s: FETCH_MAX 50 on 100: old 100, word stays 100 (%" PRIu64 ")", cf->name, w);
+	CHECK(dm_fetch_max(c, chunk + OFF_MAX, 300, &old) == DM_OK && old == 100 &&
+		  dm_read(c, chunk + OFF_MAX, &w, 8) == DM_OK && w == 300,
+		  "%s: FETCH_MAX 300 on 100: old 100, word 300 (%" PRIu64 ")", cf->name, w);
+	CHECK(dm_fetch_max(c, chunk + OFF_MAX, UINT64_MAX - 1, &old) == DM_OK && old == 300 &&
+		  dm_fetch_max(c, chunk + OFF_MAX, 5, &old) == DM_OK && old == UINT64_MAX - 1 &&
+		  dm_read(c, chunk + OFF_MAX, &w, 8) == DM_OK && w == UINT64_MAX - 1,
+		  "%s: FETCH_MAX compares unsigned (2^64-2 stays against 5)", cf->name);
+	w = 0;
+	CHECK_STATUS(dm_write(c, chunk + OFF_MAX, &w, 8), DM_OK, "%s: max word = 0", cf->name);
+	for (int i = 0; i < K; i++)
+		if ((pids[i] = fork_child()) == 0)
+			_exit(child_max(cf, chunk, i, m));
+	CHECK(release_children(c, chunk, OFF_READY_MAX, OFF_GO_MAX, K), "%s: all %d max children started", cf->name, K);
+	bad = wait_children(pids, K, 120, codes);
+	CHECK(bad == 0, "%s: %d FETCH_MAX children finished, none saw the word go down", cf->name, K);
+	CHECK(dm_read(c, chunk + OFF_MAX, &w, 8) == DM_OK && w == (uint64_t) (m - 1) * K + (K - 1),
+		  "%s: concurrent FETCH_MAX ends at the highest value raised, %d (got %" PRIu64 ")",
+		  cf->name, (m - 1) * K + (K - 1), w);
 }
 
 /* ---- (b) CAS spin lock ---------------------------------------------------- */
@@ -650,6 +732,7 @@ main(void)
 			continue;
 		}
 		test_faa(cf, c, chunk);
+		test_fetch_max(cf, c, chunk);
 		test_lock(cf, c, chunk);
 		test_mixed_batch(cf, c, chunk);
 		CHECK_STATUS(dm_tree_drop(c, 1, &tn, &freed), DM_OK, "%s: drop tree", cf->name);

@@ -167,6 +167,39 @@ run(const transport *tr)
 		m_insert(&m, e);
 	}
 	CHECK_STATUS(rc, DM_OK, "%s: both handles insert 200 entries across the key space", tr->name);
+
+	/*
+	 * The high-water mark a write depends on is up before the write lands,
+	 * carried by the node's own batch where it can be (a fetch-and-max
+	 * after the fence guard: no round trip of its own), raised by a CAS of
+	 * its own where not (a leaf on the other memnode; ucx).
+	 */
+	{
+		dm_counters k0, k1;
+		int			carried, fetch_max_ops, behind = 0;
+
+		dm_client_counters(ca, -1, &k0);
+		rc = DM_OK;
+		for (int i = 0; i < 40 && rc == DM_OK; i++)
+		{
+			dm_entry	e = key_entry(spread_key(i, 40) + 3 * NLOAD);
+
+			dm_tree_writer_require(a, 10 + (uint64_t) i);
+			rc = dm_tree_insert(a, e, NULL);
+			m_insert(&m, e);
+			if (dm_tree_writer_read(b, NULL, &hw) != DM_OK || hw < 10 + (uint64_t) i ||
+				dm_tree_writer_high_water(a) < 10 + (uint64_t) i)
+				behind++;
+		}
+		dm_client_counters(ca, -1, &k1);
+		fetch_max_ops = (int) (k1.ops[DM_OP_FETCH_MAX] - k0.ops[DM_OP_FETCH_MAX]);
+		carried = tr->backend == DM_BACKEND_UCX ? fetch_max_ops == 0 : fetch_max_ops > 0 && fetch_max_ops <= 40;
+		CHECK(rc == DM_OK && behind == 0,
+			  "%s: 40 inserts each needing a higher mark: the mark was up after every one (%d behind)",
+			  tr->name, behind);
+		CHECK(carried, "%s: %d of the raises carried by the write's own batch (none over ucx, which has no fetch-and-max)",
+			  tr->name, fetch_max_ops);
+	}
 	CHECK(same_as_model(b, &m, "before takeover"), "%s: tree = model before the takeover", tr->name);
 
 	/* b takes over: epoch 1 -> 2 */
@@ -202,6 +235,10 @@ run(const transport *tr)
 					 "%s: a sorted delete batch is refused", tr->name);
 	}
 	CHECK_STATUS(dm_tree_writer_raise(a, 1000), DM_ERR_FENCED, "%s: raising the high-water mark is refused", tr->name);
+	dm_tree_writer_require(a, 2000);
+	CHECK(dm_tree_insert(a, key_entry(11 * NLOAD), NULL) == DM_ERR_FENCED &&
+		  dm_tree_writer_read(b, NULL, &hw) == DM_OK && hw == 100,
+		  "%s: nor can a fenced write carry a raise (mark still %" PRIu64 ")", tr->name, hw);
 	{
 		dm_partition_map before, m, after;
 

@@ -80,7 +80,7 @@ client_new(int backend, int op_timeout_ms, const char *who)
 static uint64_t
 writes_of(const dm_counters *k)
 {
-	return k->ops[DM_OP_WRITE] + k->ops[DM_OP_CAS] + k->ops[DM_OP_FAA] + k->ops[DM_OP_FETCH_OR] +
+	return k->ops[DM_OP_WRITE] + k->ops[DM_OP_CAS] + k->ops[DM_OP_FAA] + k->ops[DM_OP_FETCH_OR] + k->ops[DM_OP_FETCH_MAX] +
 		k->rpcs + k->bytes_written;
 }
 

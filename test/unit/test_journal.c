@@ -92,6 +92,9 @@ exec_op(const batch *b, uint32_t i)
 		case DM_OP_FETCH_OR:
 			dm_mem_fetch_or(p, o->arg0);
 			return 1;
+		case DM_OP_FETCH_MAX:
+			dm_mem_fetch_max(p, o->arg0);
+			return 1;
 	}
 	return 1;
 }
@@ -243,6 +246,25 @@ test_atomics_in_doubt(void)
 	CHECK_STATUS(dm_journal_replay(&r, s, &out), DM_OK, "replay: FETCH_OR in doubt");
 	CHECK(w[0] == 105 && w[1] == 0x31 && w[2] == 1 && out.in_doubt_applied,
 		  "FETCH_OR in doubt applied again changes nothing more");
+
+	/* FETCH_MAX in doubt (a high-water raise): applied again, idempotent; or applied once if it had not landed */
+	memset(&b, 0, sizeof(b));
+	add(&b, DM_OP_FETCH_MAX, 0, data_off + 65536, 8, 500, 0, NULL);
+	add(&b, DM_OP_FAA, 0, data_off + 65536 + 8, 8, 1, 0, NULL);
+	blen = body_of(&b, (uint8_t *) bodybuf);
+	for (int landed = 0; landed <= 1; landed++)
+	{
+		w[0] = 200;
+		w[1] = 0;
+		dm_journal_begin(s, (uint8_t *) bodybuf, blen);
+		if (landed)
+			exec_op(&b, 0);
+		CHECK_STATUS(dm_journal_replay(&r, s, &out), DM_OK, "replay: FETCH_MAX in doubt (%s)",
+					 landed ? "it had landed" : "it had not");
+		CHECK(w[0] == 500 && w[1] == 1 && out.in_doubt_kind == DM_OP_FETCH_MAX && out.in_doubt_applied,
+			  "FETCH_MAX in doubt: the word is the max once (%llu), the rest of the batch runs (%llu)",
+			  (unsigned long long) w[0], (unsigned long long) w[1]);
+	}
 }
 
 static void
