@@ -40,6 +40,7 @@ typedef struct DmTreeCacheEntry
 	Oid			relfilenode;
 	uint64		client_generation;
 	TimestampTz map_checked;	/* when the partition map was last looked at */
+	TimestampTz sound_at;		/* start of the statement that found the memnodes sound */
 	dm_tree    *tree;
 } DmTreeCacheEntry;
 
@@ -436,6 +437,7 @@ forget_cached(DmTreeCacheEntry *e)
 	if (e->tree)
 		dm_tree_close(e->tree);
 	e->tree = NULL;
+	e->sound_at = 0;
 }
 
 /* At backend exit: many short sessions must not each strand remote memory. */
@@ -502,15 +504,25 @@ dmindex_open_tree(Relation index)
 	client = dmindex_get_client();
 	e = hash_search(tree_cache, &RelationGetRelid(index), HASH_ENTER, &found);
 	if (!found)
+	{
 		e->tree = NULL;
+		e->sound_at = 0;
+	}
 	/* the metapage is a shared-buffer hit: cheap enough to check every time */
 	dmindex_read_meta(index, &meta);
+	/*
+	 * The memnodes' connections once per statement, not at every open (an
+	 * INSERT opens the tree twice: the entry, the flush at commit; a poll
+	 * each is a tenth of a one-row INSERT over shm).  Within the statement,
+	 * every remote operation still notices a memnode gone or replaced.
+	 */
 	if (e->tree && e->relfilenode == index->rd_node.relNode &&
 		e->client_generation == dmindex_client_generation() &&
 		dm_tree_id(e->tree) == meta.tree_id && !(meta.flags & DMINDEX_META_UNLOGGED_INIT) &&
 		dm_tree_is_replica(e->tree) == (RecoveryInProgress() ? 1 : 0) &&
-		memnodes_sound(client, &meta))
+		(e->sound_at == GetCurrentStatementStartTimestamp() || memnodes_sound(client, &meta)))
 	{
+		e->sound_at = GetCurrentStatementStartTimestamp();
 		dmindex_writer_check(index, e->tree);
 		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
 		dmindex_claim_check(client, meta.home);
