@@ -18,6 +18,13 @@ SA_CFLAGS ?= -O2 -g
 SA_CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fPIC -pthread -Isrc/dm
 # libcrypto: HMAC-SHA-256 of the authentication handshake (src/dm/dm_auth.c)
 SA_LIBS := -pthread -lm -lcrypto
+# Sanitized build of the standalone programs into a build directory of its own
+# (CI: test/run-tests.sh):
+#   make standalone BUILD=build/asan SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+#   BUILD_DIR=build/asan test/run-c-tests.sh
+SANITIZE ?=
+SA_CFLAGS += $(SANITIZE)
+SA_LIBS += $(SANITIZE)
 
 DM_SA_OBJS := $(patsubst src/dm/%.c,$(BUILD)/dm/%.o,$(DM_SRCS))
 MEMNODE_SRCS := $(sort $(wildcard memnode/*.c))

@@ -12,7 +12,9 @@
 # "1..N" plan counts as one failure.  Output of each binary is kept in
 # build/test/logs/NAME.tap (stdout) and NAME.log (stderr: memnode logs).
 # The binaries in AUTH_VARIANTS run a second time with DM_TEST_AUTH=1,
-# against a memnode with --auth-file (shown as NAME+auth; test/lib/testauth.h).
+# against a memnode with --auth-file (shown as NAME+auth; test/lib/testauth.h);
+# those in AUTH_UCX_VARIANTS once more over ucx (UCX_TLS=posix) with it
+# (NAME+ucx-posix-auth: the UCX attach after the authenticated handshake).
 # The binaries in UCX_VARIANTS (the cheap ones; with DM_TEST_UCX_ALL=1 also
 # those in UCX_VARIANTS_ALL) run twice more over the ucx transport, with
 # DM_TEST_TRANSPORT=ucx and UCX_TLS=tcp (NAME+ucx-tcp: get and atomics
@@ -24,12 +26,18 @@
 # they run at TREE_SCALE=25 (a quarter of the operations) unless
 # DM_TEST_OFFLOAD_LONG=1, which runs them whole and adds the long ones (the
 # model test, minutes).
+# BUILD_DIR (default build) runs the binaries of another build directory,
+# with its memnode: the sanitized build (Makefile: SANITIZE).
 # Exit status 0 iff everything passed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
 timeout_s=${C_TEST_TIMEOUT:-900}
+BUILD_DIR=${BUILD_DIR:-build}
+export DM_MEMNODE=${DM_MEMNODE:-$BUILD_DIR/dmindex-memnode}
 AUTH_VARIANTS="test_robust"
+# ... and over ucx with authentication (the UCX attach comes after the handshake)
+AUTH_UCX_VARIANTS="test_robust"
 UCX_VARIANTS="test_rpc test_transport_sizes test_failure"
 UCX_VARIANTS_ALL="test_atomic test_fence test_robust test_tree_model test_tree_faults"
 [ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
@@ -39,11 +47,11 @@ if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; the
 	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"
 	offload_scale=${TREE_SCALE:-100}
 fi
-logdir=build/test/logs
+logdir=$BUILD_DIR/test/logs
 mkdir -p "$logdir"
 
 bins=()
-for f in build/test/unit/* build/test/integ/*; do
+for f in "$BUILD_DIR"/test/unit/* "$BUILD_DIR"/test/integ/*; do
 	if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
 	if [ $# -gt 0 ]; then
 		want=0
@@ -52,11 +60,12 @@ for f in build/test/unit/* build/test/integ/*; do
 	fi
 	bins+=("$f")
 	case " $AUTH_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@auth") ;; esac
+	case " $AUTH_UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-posix-auth") ;; esac
 	case " $UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-tcp" "$f@ucx-posix") ;; esac
 	case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload") ;; esac
 done
 if [ ${#bins[@]} -eq 0 ]; then
-	echo "run-c-tests: no test binaries found under build/test (run \`make standalone\` first)" >&2
+	echo "run-c-tests: no test binaries found under $BUILD_DIR/test (run \`make standalone\` first)" >&2
 	echo "C tests: 0 passed, 1 failed"
 	exit 1
 fi
@@ -73,6 +82,7 @@ for entry in "${bins[@]}"; do
 	offload=
 	case "$entry" in
 		*@auth) name="$name+auth"; auth=1 ;;
+		*@ucx-*-auth) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-}; tls=${tls%-auth}; auth=1 ;;
 		*@ucx-*) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-} ;;
 		*@offload) name="$name+offload"; offload=always ;;
 	esac

@@ -3,6 +3,7 @@
 # ends with one line "N passed, N failed".
 #   1. C tests (test/unit, test/integ): protocol, region, transports over tcp
 #      and shm, robustness, failure; each assertion counts.
+#      The same again built with -fsanitize=address,undefined (build/asan).
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
 #      (run twice: as configured, and over the ucx transport, UCX_TLS=posix)
 #      memnode; each test file counts.
@@ -28,6 +29,19 @@ PGXS_TEST=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test
 
 passed=0
 failed=0
+# add_summary LABEL FILE WHAT: add FILE's last "LABEL: N passed, N failed"
+# line to the totals (no such line: print WHAT, count one failure)
+add_summary() {
+    local line
+    line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -n 1)
+    if [ -n "$line" ]; then
+        passed=$((passed + $(echo "$line" | sed -E "s/^$1: ([0-9]+) passed.*/\\1/")))
+        failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+    else
+        echo "$3"
+        failed=$((failed + 1))
+    fi
+}
 
 echo "== build"
 if ! make -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" >/tmp/dmindex-build.log 2>&1 ||
@@ -41,14 +55,22 @@ fi
 echo "== C tests"
 ctest_out=$(mktemp)
 bash test/run-c-tests.sh 2>&1 | tee "$ctest_out"
-line=$(grep -E '^C tests: [0-9]+ passed, [0-9]+ failed' "$ctest_out" | tail -n 1)
-if [ -n "$line" ]; then
-    passed=$((passed + $(echo "$line" | sed -E 's/^C tests: ([0-9]+) passed.*/\1/')))
-    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+add_summary "C tests" "$ctest_out" "C tests printed no summary"
+rm -f "$ctest_out"
+
+echo "== C tests again, built with AddressSanitizer and UBSan (TREE_SCALE=${ASAN_TREE_SCALE:-25})"
+# the same binaries and memnode in build/asan; a memory error, undefined
+# behaviour or a leak (at a test's or the memnode's exit) fails the test;
+# the long tree tests at a quarter of their operations
+ctest_out=$(mktemp)
+if make -s -j"$(nproc)" standalone BUILD=build/asan \
+        SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" >/tmp/dmindex-asan-build.log 2>&1; then
+    LSAN_OPTIONS=suppressions=$ROOT/test/lsan.supp TREE_SCALE=${ASAN_TREE_SCALE:-25} BUILD_DIR=build/asan \
+        bash test/run-c-tests.sh 2>&1 | tee "$ctest_out"
 else
-    echo "C tests printed no summary"
-    failed=$((failed + 1))
+    tail -n 30 /tmp/dmindex-asan-build.log
 fi
+add_summary "C tests" "$ctest_out" "sanitized C tests printed no summary"
 rm -f "$ctest_out"
 
 echo "== pg_regress"
@@ -78,27 +100,13 @@ failed=$((failed + suite_failed))
 echo "== TAP tests (several servers, crashes, restarts)"
 tap_out=$(mktemp)
 bash test/run-tap-tests.sh 2>&1 | tee "$tap_out"
-line=$(grep -E '^TAP tests: [0-9]+ passed, [0-9]+ failed' "$tap_out" | tail -n 1)
-if [ -n "$line" ]; then
-    passed=$((passed + $(echo "$line" | sed -E 's/^TAP tests: ([0-9]+) passed.*/\1/')))
-    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
-else
-    echo "TAP tests printed no summary"
-    failed=$((failed + 1))
-fi
+add_summary "TAP tests" "$tap_out" "TAP tests printed no summary"
 rm -f "$tap_out"
 
 echo "== fuzz (libFuzzer: frame decoder, batch validation, handshake)"
 fuzz_out=$(mktemp)
 bash test/run-fuzz.sh 2>&1 | tee "$fuzz_out"
-line=$(grep -E '^Fuzz: [0-9]+ passed, [0-9]+ failed' "$fuzz_out" | tail -n 1)
-if [ -n "$line" ]; then
-    passed=$((passed + $(echo "$line" | sed -E 's/^Fuzz: ([0-9]+) passed.*/\1/')))
-    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
-else
-    echo "fuzz printed no summary"
-    failed=$((failed + 1))
-fi
+add_summary "Fuzz" "$fuzz_out" "fuzz printed no summary"
 rm -f "$fuzz_out"
 
 echo

@@ -811,7 +811,7 @@ test_faults(const transport *tr)
 			for (int wi = 0; wi < wmax; wi++)
 			{
 				dm_fault	f = {faults[fi].action, at, faults[fi].ms, (uint32_t) (1 + wi * 7)};
-				dm_tree    *t = fault_setup(tr, c, name, &tn, &m);
+				dm_tree    *t;
 				char		msg[512] = "";
 				uint64_t	cnt = 0;
 				pid_t		p;
@@ -822,8 +822,7 @@ test_faults(const transport *tr)
 				/* late and kill-mid at every stride-th step (RECLAIM_FAULT_STRIDE, default 2) */
 				if (fi >= 2 && (at % (uint64_t) stride) != 0)
 					continue;
-
-				if (t == NULL)
+				if ((t = fault_setup(tr, c, name, &tn, &m)) == NULL)
 				{
 					bad++;
 					continue;
