@@ -192,7 +192,7 @@ cpu_mark_now(cpu_mark *m)
 	double		c = children_cpu_s(),
 				mn = proc_cpu_s(memnode_pid);
 
-	m->wall = (double) mono_ns() / 1e9;
+	m->wall = (double) now_ns() / 1e9;
 	m->busy = machine_busy_s();
 	m->ours = (c < 0 || mn < 0) ? -1 : c + mn;
 }
@@ -209,20 +209,6 @@ others_share(const cpu_mark *a, const cpu_mark *b)
 		return -1;
 	x = ((b->busy - a->busy) - (b->ours - a->ours)) / ((b->wall - a->wall) * (double) ncpu);
 	return x < 0 ? 0 : x;
-}
-
-static void
-kill_children(pid_t *pids, int n)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-		if (pids[i] > 0)
-		{
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-			pids[i] = 0;
-		}
 }
 
 /* a -= b for the counters of dm_cache_stats (the gauges of a are kept). */
@@ -323,7 +309,7 @@ run_cell(cell *ce)
 		dm_cache_stats_get(cur_cache, &ws_prev);
 	fflush(stdout);
 	fflush(stderr);
-	t_fork = t_sample = mono_ns();
+	t_fork = t_sample = now_ns();
 	for (i = 0; i < nclients; i++)
 	{
 		pids[i] = fork();
@@ -331,7 +317,7 @@ run_cell(cell *ce)
 		{
 			snprintf(ce->note, sizeof(ce->note), "fork: %s", strerror(errno));
 			pids[i] = 0;
-			kill_children(pids, nclients);
+			kill_pids(pids, nclients);
 			close(ready[0]);
 			close(ready[1]);
 			close(go[0]);
@@ -358,7 +344,7 @@ run_cell(cell *ce)
 	while (nready < nclients)
 	{
 		struct pollfd p = {.fd = ready[0],.events = POLLIN};
-		uint64_t	now = mono_ns();
+		uint64_t	now = now_ns();
 		char		buf[MAX_CLIENTS];
 		ssize_t		n;
 		int			pr;
@@ -399,12 +385,12 @@ run_cell(cell *ce)
 		nready += (int) n;
 	}
 	close(ready[0]);
-	ce->warm_s = (double) (mono_ns() - t_fork) / 1e9;
+	ce->warm_s = (double) (now_ns() - t_fork) / 1e9;
 	if (nready < nclients)
 	{
 		usleep(100000);			/* let a failing child finish its message */
 		close(go[1]);
-		kill_children(pids, nclients);
+		kill_pids(pids, nclients);
 		for (i = 0; i < nclients; i++)
 			if (sh->res[i].status != 0)
 			{
@@ -418,11 +404,11 @@ run_cell(cell *ce)
 	if (cur_cache)
 		dm_cache_stats_get(cur_cache, &cs0);
 	cpu_mark_now(&m0);
-	t_go = mono_ns();
+	t_go = now_ns();
 	close(go[1]);
 
 	/* Reap, never hanging on a client stuck on a dead memnode or a lost lock. */
-	deadline = mono_ns() + (uint64_t) (duration_s * 1e9) + UINT64_C(60000000000);
+	deadline = now_ns() + (uint64_t) (duration_s * 1e9) + UINT64_C(60000000000);
 	for (i = 0; i < nclients; i++)
 	{
 		int			wst = 0;
@@ -431,7 +417,7 @@ run_cell(cell *ce)
 		{
 			pid_t		r;
 
-			if (cur_cache && !have_mid && mono_ns() >= t_go + (uint64_t) (duration_s * 0.5e9))
+			if (cur_cache && !have_mid && now_ns() >= t_go + (uint64_t) (duration_s * 0.5e9))
 			{
 				dm_cache_stats_get(cur_cache, &csm);
 				have_mid = 1;
@@ -449,9 +435,9 @@ run_cell(cell *ce)
 				wst = -1;
 				break;
 			}
-			if (mono_ns() > deadline)
+			if (now_ns() > deadline)
 			{
-				kill_children(pids, nclients);
+				kill_pids(pids, nclients);
 				snprintf(ce->note, sizeof(ce->note), "client %d hung (killed)", i);
 				return;
 			}
@@ -459,7 +445,7 @@ run_cell(cell *ce)
 		}
 		if (wst != 0 || sh->res[i].status != 0)
 		{
-			kill_children(pids, nclients);
+			kill_pids(pids, nclients);
 			snprintf(ce->note, sizeof(ce->note), "client %d: %s", i,
 					 sh->res[i].err[0] ? sh->res[i].err :
 					 (WIFSIGNALED(wst) ? strsignal(WTERMSIG(wst)) : "died"));

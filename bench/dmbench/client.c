@@ -243,25 +243,6 @@ prepare(worker *w, int k, uint64_t *ord)
 	return DM_OK;
 }
 
-static int
-writen(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0)
-	{
-		ssize_t		wr = write(fd, p, n);
-
-		if (wr < 0 && errno == EINTR)
-			continue;
-		if (wr <= 0)
-			return -1;
-		p += wr;
-		n -= (size_t) wr;
-	}
-	return 0;
-}
-
 static void
 counters_sub(dm_counters *a, const dm_counters *b)
 {
@@ -322,7 +303,7 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	w.dist = dist;
 	w.nkeys = nkeys ? nkeys : 1;
 	w.r = r;
-	w.rng = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) getpid() << 20) ^ mono_ns();
+	w.rng = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) getpid() << 20) ^ now_ns();
 
 	memset(&opts, 0, sizeof(opts));
 	opts.backend = transport == TR_SHM ? DM_BACKEND_SHM :
@@ -369,8 +350,8 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	 * memnode threads' first wakeups, CPU caches, allocator state.
 	 */
 	/* at least warmup_s; then until the parent says the cache is steady, or warmup_max_s */
-	warm_min = mono_ns() + (uint64_t) (warmup_s * 1e9);
-	warm_max = mono_ns() + (uint64_t) ((warmup_max_s > warmup_s ? warmup_max_s : warmup_s) * 1e9);
+	warm_min = now_ns() + (uint64_t) (warmup_s * 1e9);
+	warm_max = now_ns() + (uint64_t) ((warmup_max_s > warmup_s ? warmup_max_s : warmup_s) * 1e9);
 	do
 	{
 		int			k = pick_kind(&w);
@@ -387,13 +368,13 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 			_exit(1);
 		}
 		r->warm_ops++;
-		t_now = mono_ns();
+		t_now = now_ns();
 	} while (t_now < warm_min ||
 			 (t_now < warm_max && !__atomic_load_n(&sh->warm_stop, __ATOMIC_ACQUIRE)));
 	memset(&w.anom, 0, sizeof(w.anom));
 	w.scanned = 0;
 
-	if (writen(ready_fd, "r", 1) != 0)
+	if (fd_write_all(ready_fd, "r", 1) != 0)
 		_exit(1);
 	close(ready_fd);
 	while (read(go_fd, &ch, 1) < 0 && errno == EINTR)
@@ -404,7 +385,7 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	dm_client_counters(w.c, -1, &c0);
 	dm_tree_get_counters(w.t, &t0);
 	dm_tree_offload_counters(w.t, &o0);
-	t_start = mono_ns();
+	t_start = now_ns();
 	t_end = t_start + (uint64_t) (duration_s * 1e9);
 	do
 	{
@@ -420,9 +401,9 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 			child_fail(r, st, "ordinal table full (raise capacity)", &w);
 			_exit(1);
 		}
-		t_op = mono_ns();
+		t_op = now_ns();
 		st = do_op(&w, k, ord, &what);
-		t_now = mono_ns();
+		t_now = now_ns();
 		if (st != DM_OK)
 		{
 			child_fail(r, st, what, &w);

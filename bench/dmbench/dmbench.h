@@ -135,15 +135,6 @@ typedef struct shared_hdr
 /* ---- small helpers ------------------------------------------------------------ */
 
 static inline uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static inline uint64_t
 splitmix64(uint64_t *s)
 {
 	uint64_t	z = (*s += UINT64_C(0x9E3779B97F4A7C15));
@@ -360,7 +351,6 @@ extern void oracle_compute(const dm_tree_stats *st);
 extern void fmt_us(char *buf, size_t sz, double ns);
 extern double per(uint64_t x, uint64_t ops);
 extern void print_all(FILE *f, const char *notes);
-extern void find_memnode_binary(void);
 extern int workload_dists(const workload *wl, int *dists);
 extern int parse_options(int argc, char **argv, int *quick);
 

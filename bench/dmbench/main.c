@@ -164,7 +164,7 @@ main(int argc, char **argv)
 	size_t		shared_len,
 				samples_len,
 				tids_len;
-	uint64_t	t_begin = mono_ns();
+	uint64_t	t_begin = now_ns();
 	load_info	li[2];
 	end_info	ei[2];
 	int			have_end[2] = {0, 0};
@@ -206,7 +206,7 @@ main(int argc, char **argv)
 	{
 		int			na = 0;
 
-		find_memnode_binary();
+		memnode_find_binary();
 		snprintf(threads_buf, sizeof(threads_buf), "%d", memnode_threads);
 		memnode_args[na++] = "--shm";
 		for (int t = 0; t < ntransports; t++)
@@ -542,7 +542,7 @@ main(int argc, char **argv)
 					 nclients,
 					 cache_mode ? "" : "- No compute-side cache (see --cache-policy): every operation descends from the root.\n");
 	note_add("- Total run time %.0f s.\n",
-					 (double) (mono_ns() - t_begin) / 1e9);
+					 (double) (now_ns() - t_begin) / 1e9);
 
 	print_all(stdout, notes);
 	if (out_path)

@@ -69,31 +69,6 @@ usage(FILE *f)
 			MAX_CLIENTS);
 }
 
-/* Look for the memnode binary next to this one when not run from the repository root. */
-void
-find_memnode_binary(void)
-{
-	char		exe[PATH_MAX],
-				cand[PATH_MAX + 32];
-	ssize_t		n;
-	char	   *slash;
-	struct stat st;
-
-	if (getenv("DM_MEMNODE") || stat("build/dmindex-memnode", &st) == 0)
-		return;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/../dmindex-memnode", exe);
-	if (stat(cand, &st) == 0)
-		setenv("DM_MEMNODE", cand, 1);
-}
-
 static int
 parse_count(const char *s, uint64_t *out)
 {

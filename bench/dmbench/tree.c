@@ -157,7 +157,7 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 	}
 
 	/* Ordinals 0..n-1 with tid ordinal+1, sorted by key for the bulk load. */
-	t0 = mono_ns();
+	t0 = now_ns();
 	e = malloc((n_entries ? n_entries : 1) * sizeof(dm_entry));
 	if (!e)
 	{
@@ -172,7 +172,7 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 		cur_tid[i] = i + 1;
 	}
 	sort_entries(e, n_entries);
-	li->gen_s = (double) (mono_ns() - t0) / 1e9;
+	li->gen_s = (double) (now_ns() - t0) / 1e9;
 	/* --oracle: where each loaded key sits in key order (hence in which leaf) */
 	if (do_oracle && pos_of_ord == NULL && n_entries < UINT32_MAX &&
 		(pos_of_ord = malloc(n_entries * sizeof(uint32_t))) != NULL)
@@ -180,7 +180,7 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 			pos_of_ord[e[i].tid - 1] = (uint32_t) i;
 
 	dm_client_reset_counters(c);
-	t0 = mono_ns();
+	t0 = now_ns();
 	st = dm_tree_bulk_begin(t, fillfactor, &b);
 	for (i = 0; st == DM_OK && i < n_entries; i += BULK_BATCH)
 	{
@@ -193,7 +193,7 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 		st = dm_bulk_finish(b);
 		b = NULL;
 	}
-	li->load_s = (double) (mono_ns() - t0) / 1e9;
+	li->load_s = (double) (now_ns() - t0) / 1e9;
 	dm_client_counters(c, -1, &li->ctr);
 	free(e);
 	if (st != DM_OK)
@@ -245,9 +245,9 @@ verify_and_drop(end_info *ei, cell *ce)
 		ei->have_stats = 1;
 	if (do_verify)
 	{
-		t0 = mono_ns();
+		t0 = now_ns();
 		st = dm_tree_verify(t, &ei->entries, err, sizeof(err));
-		ei->verify_s = (double) (mono_ns() - t0) / 1e9;
+		ei->verify_s = (double) (now_ns() - t0) / 1e9;
 		ei->expected = sh->next_ord;
 		if (st != DM_OK)
 		{

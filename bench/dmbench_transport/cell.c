@@ -147,20 +147,6 @@ merge_samples(int nclients, size_t *out_n)
 
 /* ---- running one cell -------------------------------------------------------- */
 
-static void
-kill_children(pid_t *pids, int n)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-		if (pids[i] > 0)
-		{
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-			pids[i] = 0;
-		}
-}
-
 void
 run_cell(cell *ce)
 {
@@ -193,7 +179,7 @@ run_cell(cell *ce)
 		{
 			snprintf(ce->note, sizeof(ce->note), "fork: %s", strerror(errno));
 			pids[i] = 0;
-			kill_children(pids, ce->nclients);
+			kill_pids(pids, ce->nclients);
 			close(ready[0]);
 			close(ready[1]);
 			close(go[0]);
@@ -216,11 +202,11 @@ run_cell(cell *ce)
 	 * closes its end without writing, so EOF means someone failed; the
 	 * timeout catches a client stuck connecting.
 	 */
-	deadline = mono_ns() + (uint64_t) (warmup_s * 1e9) + UINT64_C(30000000000);
+	deadline = now_ns() + (uint64_t) (warmup_s * 1e9) + UINT64_C(30000000000);
 	while (nready < ce->nclients)
 	{
 		struct pollfd p = {.fd = ready[0],.events = POLLIN};
-		uint64_t	now = mono_ns();
+		uint64_t	now = now_ns();
 		char		buf[MAX_CLIENTS];
 		ssize_t		n;
 
@@ -239,7 +225,7 @@ run_cell(cell *ce)
 		/* Give a failing child a moment to finish writing its error. */
 		usleep(100000);
 		close(go[1]);
-		kill_children(pids, ce->nclients);
+		kill_pids(pids, ce->nclients);
 		for (i = 0; i < ce->nclients; i++)
 			if (shm_area->res[i].status != 0)
 			{
@@ -255,7 +241,7 @@ run_cell(cell *ce)
 	close(go[1]);
 
 	/* Reap, never hanging on a client stuck on a dead memnode. */
-	deadline = mono_ns() + (uint64_t) (duration_s * 1e9) + UINT64_C(30000000000);
+	deadline = now_ns() + (uint64_t) (duration_s * 1e9) + UINT64_C(30000000000);
 	for (i = 0; i < ce->nclients; i++)
 	{
 		int			wst;
@@ -275,9 +261,9 @@ run_cell(cell *ce)
 				wst = -1;
 				break;
 			}
-			if (mono_ns() > deadline)
+			if (now_ns() > deadline)
 			{
-				kill_children(pids, ce->nclients);
+				kill_pids(pids, ce->nclients);
 				snprintf(ce->note, sizeof(ce->note), "client %d hung (killed)", i);
 				return;
 			}
@@ -285,7 +271,7 @@ run_cell(cell *ce)
 		}
 		if (wst != 0 || shm_area->res[i].status != 0)
 		{
-			kill_children(pids, ce->nclients);
+			kill_pids(pids, ce->nclients);
 			snprintf(ce->note, sizeof(ce->note), "client %d: %s", i,
 					 shm_area->res[i].err[0] ? shm_area->res[i].err : "died");
 			return;

@@ -69,7 +69,7 @@ do_op(worker *w)
 	switch (w->op)
 	{
 		case OP_PINGPONG:
-			if (writen(w->fd, w->buf, 8) != 0 || readn_poll(w->fd, w->buf, 8) != 0)
+			if (fd_write_all(w->fd, w->buf, 8) != 0 || readn_poll(w->fd, w->buf, 8) != 0)
 				return -1;
 			return 0;
 		case OP_READ8:
@@ -174,7 +174,7 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 	w->backend = backend;
 	w->idx = idx;
 	w->fd = -1;
-	rng = UINT64_C(0x9E3779B97F4A7C15) ^ ((uint64_t) getpid() << 16) ^ mono_ns();
+	rng = UINT64_C(0x9E3779B97F4A7C15) ^ ((uint64_t) getpid() << 16) ^ now_ns();
 
 	if (op == OP_PINGPONG)
 	{
@@ -229,7 +229,7 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 	 * Warm up: first-touch page faults of the shm mapping and of the memnode,
 	 * the memnode thread's and the socket's first wakeups, the CPU caches.
 	 */
-	warm_end = mono_ns() + (uint64_t) (warmup_s * 1e9);
+	warm_end = now_ns() + (uint64_t) (warmup_s * 1e9);
 	do
 	{
 		st = do_op(w);
@@ -238,11 +238,11 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 			child_fail(r, st, "warm-up op", w->c);
 			_exit(1);
 		}
-	} while (mono_ns() < warm_end);
+	} while (now_ns() < warm_end);
 	if (w->c)
 		dm_client_reset_counters(w->c);
 
-	if (writen(ready_fd, "r", 1) != 0)
+	if (fd_write_all(ready_fd, "r", 1) != 0)
 		_exit(1);
 	close(ready_fd);
 	while (read(go_fd, &c, 1) < 0 && errno == EINTR)
@@ -256,7 +256,7 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 	 * the main program), but halves the timing overhead, which matters for
 	 * shm ops that take well under a microsecond.
 	 */
-	t_start = t_prev = mono_ns();
+	t_start = t_prev = now_ns();
 	t_end = t_start + (uint64_t) (duration_s * 1e9);
 	do
 	{
@@ -264,7 +264,7 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 		uint32_t	s;
 
 		st = do_op(w);
-		t_now = mono_ns();
+		t_now = now_ns();
 		if (st != 0)
 		{
 			child_fail(r, st, "measured op", w->c);

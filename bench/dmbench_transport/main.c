@@ -193,35 +193,6 @@ usage(FILE *f)
 			"                       UCX's transport (bench/run-transport-bench.sh runs tcp and posix)\n");
 }
 
-/*
- * memnode_start() runs $DM_MEMNODE or build/dmindex-memnode relative to the
- * current directory; if neither is set/there, look next to this binary
- * (build/bench/../dmindex-memnode) so the benchmark runs from any directory.
- */
-static void
-find_memnode_binary(void)
-{
-	char		exe[PATH_MAX],
-				cand[PATH_MAX + 32];
-	ssize_t		n;
-	char	   *slash;
-	struct stat st;
-
-	if (getenv("DM_MEMNODE") || stat("build/dmindex-memnode", &st) == 0)
-		return;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/../dmindex-memnode", exe);
-	if (stat(cand, &st) == 0)
-		setenv("DM_MEMNODE", cand, 1);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -240,7 +211,7 @@ main(int argc, char **argv)
 	char		notes[2048];
 	size_t		nlen = 0;
 	double		clk;
-	uint64_t	t_begin = mono_ns();
+	uint64_t	t_begin = now_ns();
 
 	for (i = 1; i < argc; i++)
 	{
@@ -339,7 +310,7 @@ main(int argc, char **argv)
 
 	if (!memnode_addr)
 	{
-		find_memnode_binary();
+		memnode_find_binary();
 		if (with_auth)
 		{
 			memnode_args[5] = "--auth-file";
@@ -456,7 +427,7 @@ main(int argc, char **argv)
 						 "- shm rows skipped: this process cannot map the memnode's region: %s.\n",
 						 shm_err);
 	nlen += snprintf(notes + nlen, sizeof(notes) - nlen, "- total run time %.0f s.\n",
-					 (double) (mono_ns() - t_begin) / 1e9);
+					 (double) (now_ns() - t_begin) / 1e9);
 
 	print_table(stdout, cells, ncells, notes);
 	if (out_path)

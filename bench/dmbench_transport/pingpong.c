@@ -1,7 +1,8 @@
 /*
- * pingpong.c — the baseline every transport row is compared with: exact-length
- * socket reads and writes, and the loopback TCP echo server (8 bytes each
- * way, TCP_NODELAY) the ping-pong clients bounce against.
+ * pingpong.c — the baseline every transport row is compared with: the
+ * loopback TCP echo server (8 bytes each way, TCP_NODELAY) the ping-pong
+ * clients bounce against, and the polling read both sides use so that the
+ * baseline pays the same wake-up costs as the protocol.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,46 +34,8 @@
 
 #include "transport_bench.h"
 
-int
-writen(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0)
-	{
-		ssize_t		w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t) w;
-	}
-	return 0;
-}
-
-static int
-readn(int fd, void *buf, size_t n)
-{
-	char	   *p = buf;
-
-	while (n > 0)
-	{
-		ssize_t		r = read(fd, p, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t) r;
-	}
-	return 0;
-}
-
 /*
- * readn, but first poll (non-blocking reads with a yield in between) for up
+ * fd_read_all, but first poll (non-blocking reads with a yield in between) for up
  * to 50 us before sleeping: the same policy the dm client and the memnode
  * use (dm_client_opts.spin_us, --poll-us), so the baseline and the protocol
  * pay the same wake-up costs and their ratio is the protocol's own overhead.
@@ -102,7 +65,7 @@ readn_poll(int fd, void *buf, size_t n)
 		if (now_ns() < until)
 			sched_yield();
 		else
-			return readn(fd, p, n);
+			return fd_read_all(fd, p, n);
 	}
 	return 0;
 }
@@ -124,7 +87,7 @@ echo_conn(void *arg)
 	int			fd = (int) (intptr_t) arg;
 	char		buf[8];
 
-	while (readn_poll(fd, buf, sizeof(buf)) == 0 && writen(fd, buf, sizeof(buf)) == 0)
+	while (readn_poll(fd, buf, sizeof(buf)) == 0 && fd_write_all(fd, buf, sizeof(buf)) == 0)
 		;
 	close(fd);
 	return NULL;
@@ -169,7 +132,7 @@ start_echo_server(void)
 			listen(lfd, 16) == 0 &&
 			getsockname(lfd, (struct sockaddr *) &sa, &slen) == 0)
 			port = ntohs(sa.sin_port);
-		writen(pfd[1], &port, sizeof(port));
+		fd_write_all(pfd[1], &port, sizeof(port));
 		close(pfd[1]);
 		if (port < 0)
 			_exit(1);
@@ -192,7 +155,7 @@ start_echo_server(void)
 		}
 	}
 	close(pfd[1]);
-	if (readn(pfd[0], &echo_port, sizeof(echo_port)) != 0 || echo_port <= 0)
+	if (fd_read_all(pfd[0], &echo_port, sizeof(echo_port)) != 0 || echo_port <= 0)
 	{
 		close(pfd[0]);
 		return -1;

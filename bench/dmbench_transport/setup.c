@@ -176,14 +176,14 @@ double
 clock_overhead_ns(void)
 {
 	const int	n = 1000000;
-	uint64_t	t0 = mono_ns(),
+	uint64_t	t0 = now_ns(),
 				t1;
 	volatile uint64_t sink = 0;
 	int			i;
 
 	for (i = 0; i < n; i++)
-		sink += mono_ns();
-	t1 = mono_ns();
+		sink += now_ns();
+	t1 = now_ns();
 	(void) sink;
 	return (double) (t1 - t0) / n;
 }

@@ -94,16 +94,6 @@ typedef struct cell
 /* ---- small helpers of the measured loop ------------------------------------- */
 
 static inline uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC goes through the vDSO: ~20 ns, no syscall. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static inline uint64_t
 xorshift64(uint64_t *s)
 {
 	uint64_t	x = *s;
@@ -131,7 +121,6 @@ extern dm_tree_name auth_tree;
 /* ---- functions shared between the files of this folder ---- */
 
 extern void apply_auth(dm_client_opts *opts);
-extern int writen(int fd, const void *buf, size_t n);
 extern int readn_poll(int fd, void *buf, size_t n);
 extern void set_nodelay(int fd);
 extern int start_echo_server(void);

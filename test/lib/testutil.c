@@ -1,6 +1,7 @@
 /*
- * testutil.c — TAP output and memnode process management for the C tests
- * and benchmarks (see testutil.h).
+ * testutil.c — TAP output, memnode process management, clients, and the
+ * process and file-descriptor helpers shared by the C tests and benchmarks
+ * (see testutil.h).
  *
  * The memnode helpers take care that a test can never leave a memnode
  * behind: every started memnode is remembered, killed by an atexit handler
@@ -22,6 +23,7 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,12 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dm_client.h"
 #include "dm_offload.h"
+#include "dm_proto.h"
 #include "dm_types.h"
 
 /* ---- TAP --------------------------------------------------------------- */
@@ -108,17 +112,6 @@ tap_done(void)
 		printf("# %d of %d tests failed\n", tap_failed, tap_count);
 	fflush(stdout);
 	return tap_failed == 0 ? 0 : 1;
-}
-
-/* ---- clock --------------------------------------------------------------- */
-
-uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 /* ---- memnode processes --------------------------------------------------- */
@@ -483,6 +476,87 @@ wait_pid_deadline(pid_t pid, uint64_t deadline)
 	}
 }
 
+void
+kill_pids(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+		{
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+			pids[i] = 0;
+		}
+}
+
+void
+reap_all_children(void)
+{
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+}
+
+int
+fd_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0)
+	{
+		ssize_t		w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t) w;
+	}
+	return 0;
+}
+
+int
+fd_read_all(int fd, void *buf, size_t n)
+{
+	char	   *p = buf;
+
+	while (n > 0)
+	{
+		ssize_t		r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t) r;
+	}
+	return 0;
+}
+
+void
+memnode_find_binary(void)
+{
+	char		exe[PATH_MAX],
+				cand[PATH_MAX + 32];
+	ssize_t		n;
+	char	   *slash;
+	struct stat st;
+
+	if (getenv("DM_MEMNODE") || stat("build/dmindex-memnode", &st) == 0)
+		return;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/../dmindex-memnode", exe);
+	if (stat(cand, &st) == 0)
+		setenv("DM_MEMNODE", cand, 1);
+}
+
 int
 test_ucx(void)
 {
@@ -525,6 +599,28 @@ test_client_connect(int backend, uint32_t flags, int op_timeout_ms, const char *
 		return NULL;
 	}
 	return c;
+}
+
+int
+test_client_recover(struct dm_client *c)
+{
+	for (int k = 0; k < 50; k++)
+	{
+		if (dm_client_reconnect(c, 1) == DM_OK)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+uint64_t
+memnode_bytes_in_use(struct dm_client *c, uint16_t node)
+{
+	dm_node_stats st;
+
+	if (dm_node_stats_get(c, node, &st) != DM_OK)
+		return UINT64_MAX;
+	return st.bytes_in_use;
 }
 
 int
@@ -589,6 +685,57 @@ test_raw_recv(int fd, void *buf, size_t len)
 		len -= (size_t) n;
 	}
 	return 0;
+}
+
+int
+test_raw_closed(int fd, int timeout_ms, size_t *got)
+{
+	uint64_t	deadline = now_ns() + (uint64_t) timeout_ms * 1000000u;
+	uint8_t		buf[4096];
+
+	if (got)
+		*got = 0;
+	for (;;)
+	{
+		struct pollfd p = {.fd = fd,.events = POLLIN};
+		uint64_t	now = now_ns();
+		ssize_t		n;
+
+		if (now >= deadline)
+			return 0;
+		if (poll(&p, 1, (int) ((deadline - now) / 1000000) + 1) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+		if (n > 0 && got)
+			*got += (size_t) n;
+	}
+}
+
+size_t
+test_raw_frame(uint8_t *buf, uint16_t type, const void *body, uint32_t body_len, uint64_t seq)
+{
+	dm_hdr_init((dm_frame_hdr *) buf, type, DM_HDR_SIZE + body_len, seq);
+	memcpy(buf + DM_HDR_SIZE, body, body_len);
+	return DM_HDR_SIZE + body_len;
+}
+
+uint32_t
+test_raw_faa_body(uint8_t *body, uint64_t word)
+{
+	dm_batch_hdr bh = {.nops = 1,.bad_index = 0};
+	dm_wire_op	op;
+
+	_Static_assert(sizeof(dm_batch_hdr) + sizeof(dm_wire_op) <= TEST_FAA_BODY_MAX, "TEST_FAA_BODY_MAX too small");
+	memset(&op, 0, sizeof(op));
+	op.kind = DM_OP_FAA;
+	op.len = 8;
+	op.addr = word;
+	op.arg0 = 1;
+	memcpy(body, &bh, sizeof(bh));
+	memcpy(body + sizeof(bh), &op, sizeof(op));
+	return sizeof(bh) + sizeof(op);
 }
 
 int
