@@ -759,17 +759,9 @@ main(void)
 	if ((s = getenv("FAULT_SCHEDULES")) && atoi(s) > 0)
 		nsched = atoi(s);
 	tap_diag("FAULT_SCHEDULES=%d", nsched);
-	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
-	{
-		CHECK(0, "mmap shared area");
+	sh = test_start_shared(sizeof(shared), &mn, args);
+	if (sh == NULL)
 		return tap_done();
-	}
-	if (memnode_start(&mn, 0, args) != 0)
-	{
-		CHECK(0, "start a memnode (id 1, --shm)");
-		return tap_done();
-	}
 	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
 	{
 		const transport *tr = &transports[i];

@@ -330,17 +330,9 @@ main(void)
 {
 	const char *const args[] = {"--id", "1", "--shm", "--size", "64M", "--chunk-size", "1M", NULL};
 
-	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
-	{
-		CHECK(0, "mmap shared area");
+	sh = test_start_shared(sizeof(shared), &mn, args);
+	if (sh == NULL)
 		return tap_done();
-	}
-	if (memnode_start(&mn, 0, args) != 0)
-	{
-		CHECK(0, "start a memnode (id 1, --shm)");
-		return tap_done();
-	}
 	part_freed();
 	part_claimed();
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -452,6 +453,29 @@ memnode_stop(memnode_proc *mp, int sig)
 	return status;
 }
 
+void *
+test_start_shared(size_t size, memnode_proc *mp, const char *const *args)
+{
+	void	   *area = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char		argstr[256] = "";
+	size_t		n = 0;
+
+	if (area == MAP_FAILED)
+	{
+		CHECK(0, "mmap a shared area of %zu bytes for the children's reports", size);
+		return NULL;
+	}
+	for (int i = 0; args[i] && n < sizeof(argstr); i++)
+		n += (size_t) snprintf(argstr + n, sizeof(argstr) - n, "%s%s", i ? " " : "", args[i]);
+	if (memnode_start(mp, 0, args) != 0)
+	{
+		CHECK(0, "start a memnode (%s)", argstr);
+		munmap(area, size);
+		return NULL;
+	}
+	return area;
+}
+
 int
 wait_pid_deadline(pid_t pid, uint64_t deadline)
 {
@@ -495,42 +519,42 @@ reap_all_children(void)
 		;
 }
 
-int
-fd_write_all(int fd, const void *buf, size_t n)
+/*
+ * Move exactly n bytes in (out = 0) or out, through read/write or, on a
+ * socket, recv/send (MSG_NOSIGNAL: a peer gone is -1, not SIGPIPE),
+ * retrying on EINTR and short transfers.  0, or -1 on EOF or error.
+ */
+static int
+xfer_all(int fd, char *p, size_t n, int out, int sock)
 {
-	const char *p = buf;
-
 	while (n > 0)
 	{
-		ssize_t		w = write(fd, p, n);
+		ssize_t		k;
 
-		if (w < 0 && errno == EINTR)
+		if (out)
+			k = sock ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
+		else
+			k = sock ? recv(fd, p, n, 0) : read(fd, p, n);
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (k <= 0)
 			return -1;
-		p += w;
-		n -= (size_t) w;
+		p += k;
+		n -= (size_t) k;
 	}
 	return 0;
 }
 
 int
+fd_write_all(int fd, const void *buf, size_t n)
+{
+	return xfer_all(fd, (char *) buf, n, 1, 0);
+}
+
+int
 fd_read_all(int fd, void *buf, size_t n)
 {
-	char	   *p = buf;
-
-	while (n > 0)
-	{
-		ssize_t		r = read(fd, p, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t) r;
-	}
-	return 0;
+	return xfer_all(fd, buf, n, 0, 0);
 }
 
 void
@@ -652,39 +676,13 @@ test_raw_connect(int port)
 int
 test_raw_send(int fd, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
+	return xfer_all(fd, (char *) buf, len, 1, 1);
 }
 
 int
 test_raw_recv(int fd, void *buf, size_t len)
 {
-	uint8_t    *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
+	return xfer_all(fd, buf, len, 0, 1);
 }
 
 int

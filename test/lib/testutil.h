@@ -59,6 +59,15 @@ extern int	memnode_start(memnode_proc *mp, int port, const char *const *extra_ar
 extern int	memnode_stop(memnode_proc *mp, int sig);
 
 /*
+ * The start the forking tests share: a zeroed MAP_SHARED anonymous area of
+ * size bytes that their children report into, and a memnode started with
+ * args (memnode_start, port 0).  The area, or NULL after a failed
+ * assertion naming the step that failed (the test then returns
+ * tap_done()).
+ */
+extern void *test_start_shared(size_t size, memnode_proc *mp, const char *const *args);
+
+/*
  * The ucx variant of a test (DM_TEST_TRANSPORT=ucx, set by run-c-tests.sh
  * for NAME+ucx-tcp and NAME+ucx-posix with UCX_TLS=tcp / posix): memnodes
  * are started with --ucx, and a test's list of transports runs its ucx
