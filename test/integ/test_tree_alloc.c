@@ -68,19 +68,6 @@ granted_for(uint64_t k)
 	return granted;
 }
 
-static uint64_t
-reachable_nodes(dm_tree *t)
-{
-	dm_tree_stats st;
-	uint64_t	n = 0;
-
-	if (dm_tree_stats_get(t, &st) != DM_OK)
-		return 0;
-	for (int l = 0; l < 16; l++)
-		n += st.nodes[l];
-	return n;
-}
-
 /*
  * One short session: connect, open the tree, insert PER_SESSION entries,
  * optionally give the grant's rest back, close, disconnect.  Returns the
@@ -202,7 +189,7 @@ run_sessions(int backend, const char *bname, int give_back, int nsessions)
 	redo = g_redo_stranded - redo;
 	tree_matches_model(t, &m, 0, name);
 	use = memnode_bytes_in_use(c, 1) - base;
-	nodes = reachable_nodes(t);
+	nodes = tree_node_count(t, NULL, NULL);
 	CHECK(use == (uint64_t) NODE_SIZE * (nodes + stranded),
 		  "%s: memnode use %" PRIu64 " B = %d B x (%" PRIu64 " tree nodes + %" PRIu64 " granted, unused)",
 		  name, use, NODE_SIZE, nodes, stranded);
@@ -350,7 +337,7 @@ run_concurrent(int nsessions)
 	{
 		tree_matches_model(t, &m, 0, name);
 		use = memnode_bytes_in_use(c, 1) - base;
-		nodes = reachable_nodes(t);
+		nodes = tree_node_count(t, NULL, NULL);
 		CHECK(use == (uint64_t) NODE_SIZE * (nodes + stranded),
 			  "%s: memnode use %" PRIu64 " B = %d B x (%" PRIu64 " tree nodes + %" PRIu64 " granted, unused): "
 			  "no node was handed out twice", name, use, NODE_SIZE, nodes, stranded);
@@ -391,7 +378,7 @@ run_bulk(int n)
 		m_insert(&m, e[i]);
 	tree_matches_model(t, &m, 0, name);
 	use = memnode_bytes_in_use(c, 1) - base;
-	nodes = reachable_nodes(t);
+	nodes = tree_node_count(t, NULL, NULL);
 	/* + the empty root the load replaced (retired, still allocated) */
 	CHECK(use == (uint64_t) NODE_SIZE * (nodes + 1),
 		  "%s: memnode use %" PRIu64 " B = %d B x (%" PRIu64 " tree nodes + the retired root): the rest of the last grant went back",

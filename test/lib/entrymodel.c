@@ -271,3 +271,20 @@ tree_matches_model(dm_tree *t, const model *m, int lookups, const char *what)
 	return CHECK(ok && cnt == m->n, "%s: verify counts %" PRIu64 " entries; %s equal the model (%zu)",
 				 what, cnt, lookups ? "scans both ways and lookups" : "full scans both ways", m->n);
 }
+
+uint64_t
+tree_node_count(dm_tree *t, int *height, uint64_t *inner)
+{
+	dm_tree_stats st;
+	uint64_t	n = 0;
+
+	if (dm_tree_stats_get(t, &st) != DM_OK)
+		return 0;
+	for (int l = 0; l < 16; l++)
+		n += st.nodes[l];
+	if (height)
+		*height = st.height;
+	if (inner)
+		*inner = n - st.nodes[0];
+	return n;
+}

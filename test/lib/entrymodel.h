@@ -51,6 +51,12 @@ extern void rng_seed_label(uint64_t seed, const char *label, uint64_t idx);
  */
 extern int	tree_matches_model(dm_tree *t, const model *m, int lookups, const char *what);
 
+/*
+ * Nodes of the tree as dm_tree_stats_get counts them (0 if it fails);
+ * *height and *inner (the nodes above the leaves) too unless NULL.
+ */
+extern uint64_t tree_node_count(dm_tree *t, int *height, uint64_t *inner);
+
 /* "(key,tid)", "(NULL,tid)", "(INF)"; "[lo .. hi) forward"; rotating static buffers. */
 extern const char *E(dm_entry e);
 extern const char *R(const dm_range *r);

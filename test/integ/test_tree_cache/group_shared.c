@@ -91,7 +91,7 @@ group3_one(const transport *tr, int nops)
 		check_lookups(label, "a handle on the shared cache", tc, &x, 0, G3_KEYS, 3);
 		check_cache(label, tc, &sc, NULL);
 	}
-	nodes = tree_nodes(t, &height, NULL);
+	nodes = tree_node_count(t, &height, NULL);
 	dm_cache_stats_get(sc.c, &st);
 	diag_cache(label, &sc);
 	tap_diag("%s: final tree %zu entries, %" PRIu64 " nodes, height %d: the cache holds %.1f%% of it", label,

@@ -112,7 +112,7 @@ group1_one(const transport *tr, const policy_cfg *pc)
 		op += n;
 		if (p == 0)
 		{
-			nodes = tree_nodes(t, &height, &inner);
+			nodes = tree_node_count(t, &height, &inner);
 			CHECK(height >= 3, "%s: the tree is %d levels tall, %" PRIu64 " nodes (cache: %.1f%% of them)", ph,
 				  height, nodes, 100.0 * pc->nframes / (double) (nodes ? nodes : 1));
 		}
@@ -278,7 +278,7 @@ group2_one(const transport *tr)
 	rc_ = g2_run(lc, c1, tc, &m1, &sc);
 	dm_cache_stats_get(sc.c, &s1);
 	rp = g2_run(lp, c2, tp, &m2, NULL);
-	nodes = tree_nodes(tc, NULL, NULL);
+	nodes = tree_node_count(tc, NULL, NULL);
 	tap_diag("%s: %d inserts: with cache %" PRIu64 " atomics, %" PRIu64 " round trips (%.2f per insert); "
 			 "without %" PRIu64 " atomics, %" PRIu64 " round trips (%.2f per insert); %" PRIu64 " nodes, %" PRIu64
 			 " cached", label, G2_INSERTS, rc_.atomics, rc_.round_trips, rc_.round_trips / (double) G2_INSERTS,

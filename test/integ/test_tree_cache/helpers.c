@@ -127,24 +127,6 @@ bulk_load(dm_tree *t, const model *m, int fillfactor)
 	return dm_bulk_finish(b);
 }
 
-/* Nodes of the tree (*inner, may be NULL: of them above the leaves). */
-uint64_t
-tree_nodes(dm_tree *t, int *height, uint64_t *inner)
-{
-	dm_tree_stats st;
-	uint64_t	n = 0;
-
-	if (dm_tree_stats_get(t, &st) != DM_OK)
-		return 0;
-	for (int l = 0; l < 16; l++)
-		n += st.nodes[l];
-	if (height)
-		*height = st.height;
-	if (inner)
-		*inner = n - st.nodes[0];
-	return n;
-}
-
 int
 shcache_new(shcache *sc, dm_cache_policy policy, uint32_t nframes, uint32_t permille)
 {

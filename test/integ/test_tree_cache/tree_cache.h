@@ -162,7 +162,6 @@ extern dm_client *client_new(const transport *tr, const char *who);
 extern dm_tree *tree_new(dm_client *c, const dm_tree_name *tn);
 extern int tree_open(dm_client *c, const dm_tree_name *tn, dm_cache *cache, int inst, dm_tree **out);
 extern int bulk_load(dm_tree *t, const model *m, int fillfactor);
-extern uint64_t tree_nodes(dm_tree *t, int *height, uint64_t *inner);
 extern int shcache_new(shcache *sc, dm_cache_policy policy, uint32_t nframes, uint32_t permille);
 extern void shcache_free(shcache *sc);
 extern void diag_cache(const char *label, shcache *sc);
