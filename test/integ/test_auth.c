@@ -50,10 +50,7 @@ static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1Dull;
+	return xorshift64s(&rng);
 }
 
 static dm_client *

@@ -46,11 +46,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t
 rnd(void)
 {
-	/* xorshift64*: deterministic, so a failing fuzz run can be replayed */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1Dull;
+	return xorshift64s(&rng);
 }
 
 /* ---- raw sockets ----------------------------------------------------------- */

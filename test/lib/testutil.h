@@ -27,6 +27,19 @@ extern int	tap_done(void);
 #define CHECK_STATUS(got, want, ...) tap_ok_status((got), (want), __VA_ARGS__)
 extern int	tap_ok_status(int got, int want, const char *fmt,...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * xorshift64*: a deterministic stream from *state (nonzero), so that a
+ * failing fuzz run can be replayed from its seed.
+ */
+static inline uint64_t
+xorshift64s(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * UINT64_C(0x2545F4914F6CDD1D);
+}
+
 /* ---- memnode processes --------------------------------------------------- */
 typedef struct memnode_proc
 {
