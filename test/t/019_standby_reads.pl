@@ -43,53 +43,15 @@ use DmindexWorkload;
 
 my $duration = $ENV{DM_STANDBY_SECONDS} // 15;
 
-my $mn = start_memnode(
-	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
-
-# leaves admitted always: a standby that kept leaves would keep them all
-my $cache_conf = "dmindex.cache_policy = dex\n"
-  . "dmindex.cache_size = 8MB\n"
-  . "dmindex.cache_frame_size = 256\n"
-  . "dmindex.cache_leaf_admission = 1.0\n";
-
-my $primary = new_dmindex_node(
-	'primary', [$mn],
-	init => { allows_streaming => 1 },
-	conf => "max_connections = 40\n"
-	  . "autovacuum = off\n"
-	  . "dmindex.instance_id = 0\n"
-	  . $cache_conf);
-
-$primary->safe_psql(
-	'postgres', q{
-	CREATE TABLE t (id bigserial, k int, pad text);
-	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 20000) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
-	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1', true);
-	SELECT pg_create_physical_replication_slot('s2', true);
-});
-$primary->backup('b');
+# its cache admits every leaf read: a standby that kept leaves would keep them all
+my ($mn, $primary) = new_standby_primary(rows => 20000, slots => [ 's1', 's2' ]);
 
 # standby 1: what pg_basebackup gives (the primary's instance id 0), no delay
-my $s1 = PostgreSQL::Test::Cluster->new('standby1');
-$s1->init_from_backup($primary, 'b', has_streaming => 1);
-$s1->append_conf('postgresql.conf',
-	"primary_slot_name = 's1'\nhot_standby_feedback = on\n");
-$s1->start;
+my $s1 = new_dmindex_standby($primary, 'standby1', slot => 's1');
 
 # standby 2: its own instance id, replaying 3 s behind
-my $s2 = PostgreSQL::Test::Cluster->new('standby2');
-$s2->init_from_backup($primary, 'b', has_streaming => 1);
-$s2->append_conf('postgresql.conf',
-	"primary_slot_name = 's2'\nhot_standby_feedback = on\n"
-	  . "recovery_min_apply_delay = '3s'\ndmindex.instance_id = 2\n");
-$s2->start;
-$primary->wait_for_catchup($s1, 'replay');
-$primary->wait_for_catchup($s2, 'replay');
-
-my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
-my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+my $s2 = new_dmindex_standby($primary, 'standby2', slot => 's2',
+	conf => "recovery_min_apply_delay = '3s'\ndmindex.instance_id = 2\n");
 
 # count and sum of ids of the rows with k >= 0, through the index and by seqscan
 sub both_counts

@@ -36,53 +36,16 @@ use DmindexWorkload;
 
 my $duration = $ENV{DM_PARTITION_SECONDS} // 16;
 
-my $mn = start_memnode(
-	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
-
-my $common = "dmindex.cache_policy = dex\n"
-  . "dmindex.cache_size = 8MB\n"
-  . "dmindex.cache_frame_size = 256\n"
-  . "dmindex.cache_leaf_admission = 1.0\n"
-  . "dmindex.partition_refresh_interval = 100\n";
-
-my $primary = new_dmindex_node(
-	'primary', [$mn],
-	init => { allows_streaming => 1 },
-	conf => "max_connections = 40\nautovacuum = off\n"
-	  . "dmindex.instance_id = 0\n"
-	  . $common);
-
-$primary->safe_psql(
-	'postgres', q{
-	CREATE TABLE t (id bigserial, k int, pad text);
-	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
-	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1', true);
-	SELECT pg_create_physical_replication_slot('s2', true);
-	SELECT pg_create_physical_replication_slot('s3', true);
-});
-$primary->backup('b');
-
-sub new_standby
-{
-	my ($name, $slot, $conf) = @_;
-	my $s = PostgreSQL::Test::Cluster->new($name);
-	$s->init_from_backup($primary, 'b', has_streaming => 1);
-	$s->append_conf('postgresql.conf',
-		"primary_slot_name = '$slot'\nhot_standby_feedback = on\n" . $conf);
-	$s->start;
-	$primary->wait_for_catchup($s, 'replay');
-	return $s;
-}
+my ($mn, $primary) = new_standby_primary(
+	rows => 30000,
+	slots => [ 's1', 's2', 's3' ],
+	conf => "dmindex.partition_refresh_interval = 100\n");
 
 # a lease of 10 s on standby 1, so that its claim outlives its crash long enough to be seen
-my $s1 = new_standby('standby1', 's1', "dmindex.instance_id = 1\ndmindex.instance_lease = 10\n");
-my $s2 = new_standby('standby2', 's2', "dmindex.instance_id = 2\n");
+my $s1 = new_dmindex_standby($primary, 'standby1', slot => 's1',
+	conf => "dmindex.instance_id = 1\ndmindex.instance_lease = 10\n");
+my $s2 = new_dmindex_standby($primary, 'standby2', slot => 's2', conf => "dmindex.instance_id = 2\n");
 my @all = ($primary, $s1, $s2);
-
-my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
-my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
 
 for my $node (@all)
 {
@@ -238,11 +201,8 @@ is(sql($primary, 'postgres', "SET ROLE app; SELECT dmindex_owner('t_k_dm', 7)"),
 # ---- instance claims ------------------------------------------------------------------
 
 # standby 3 made as pg_basebackup makes it: then told to be instance 1, which standby 1 holds
-my $s3 = PostgreSQL::Test::Cluster->new('standby3');
-$s3->init_from_backup($primary, 'b', has_streaming => 1);
-$s3->append_conf('postgresql.conf', "primary_slot_name = 's3'\ndmindex.instance_id = 1\n");
-$s3->start;
-$primary->wait_for_catchup($s3, 'replay');
+my $s3 = new_dmindex_standby($primary, 'standby3', slot => 's3', feedback => 0,
+	conf => "dmindex.instance_id = 1\n");
 my $q_some = "$idx_only SELECT count(*) FROM t WHERE k BETWEEN 1000 AND 2000";
 ($state, $err) = query_sqlstate($s3, 'postgres', $q_some);
 is($state, '55006', 'a second live server with instance id 1: 55006');

@@ -35,38 +35,13 @@ use DmindexWorkload;
 
 my $duration = $ENV{DM_STANDBY_CACHE_SECONDS} // 10;
 
-my $mn = start_memnode(
-	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
-
-my $cache_conf = "dmindex.cache_policy = dex\n"
-  . "dmindex.cache_size = 8MB\n"
-  . "dmindex.cache_frame_size = 256\n"
-  . "dmindex.cache_leaf_admission = 1.0\n"
-  . "dmindex.partition_refresh_interval = 100\n";
-
-my $primary = new_dmindex_node(
-	'primary', [$mn],
-	init => { allows_streaming => 1 },
-	conf => "max_connections = 30\nautovacuum = off\ndmindex.instance_id = 0\n" . $cache_conf);
-$primary->safe_psql(
-	'postgres', q{
-	CREATE TABLE t (id bigserial, k int, pad text);
-	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
-	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1', true);
-	SELECT dmindex_set_partitions('t_k_dm', ARRAY[50000], ARRAY[0, 1]);
-});
-$primary->backup('b');
-my $s1 = PostgreSQL::Test::Cluster->new('standby1');
-$s1->init_from_backup($primary, 'b', has_streaming => 1);
-$s1->append_conf('postgresql.conf',
-	"primary_slot_name = 's1'\nhot_standby_feedback = on\ndmindex.instance_id = 1\n");
-$s1->start;
-$primary->wait_for_catchup($s1, 'replay');
-
-my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
-my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+my ($mn, $primary) = new_standby_primary(
+	rows => 30000,
+	slots => [ 's1' ],
+	max_connections => 30,
+	conf => "dmindex.partition_refresh_interval = 100\n",
+	sql => "SELECT dmindex_set_partitions('t_k_dm', ARRAY[50000], ARRAY[0, 1]);\n");
+my $s1 = new_dmindex_standby($primary, 'standby1', slot => 's1', conf => "dmindex.instance_id = 1\n");
 
 sub stats
 {
