@@ -128,56 +128,15 @@ sub compare_once
 	my $p = int(rand(100000));
 	my $a = int(rand(100000));
 	my $b = $a + int(rand(3000));
-	my @q = (
-		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
-		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
-		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
-		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
-	);
-	my $bitmap = "SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b";
-	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
-	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
-	  . join(";\n", @q) . ";\n"
-	  . "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = on;\n"
-	  . "$bitmap;\n"
-	  . "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = on;\n"
-	  . join(";\n", @q) . ";\nCOMMIT;\n";
-	my ($ret, $out, $err) = $node->psql('postgres', $script);
-	return (undef, $err) if $ret != 0;
-	my @l = split /\n/, $out;
-	return (undef, "expected 9 result lines, got: $out") if @l != 9;
-	for my $k (0 .. 3)
-	{
-		return (undef, "index: $l[$k] vs seqscan: $l[5 + $k]") if $l[$k] ne $l[ 5 + $k ];
-	}
-	return (undef, "bitmap: $l[4] vs seqscan: $l[6]") if $l[4] ne $l[6];
-	return (1, '');
+	return compare_in_snapshot($node, $p, $a, $b, bitmap => 1);
 }
 
 my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
-my ($bench, $vac) = ($load->{bench}, $load->{vac});
-
-my %checks = (standby1 => 0, standby2 => 0);
-my @problems;
-while ($bench->pumpable || $vac->pumpable)
-{
-	for my $node ($s1, $s2)
-	{
-		my ($ok, $why) = compare_once($node);
-		$checks{ $node->name }++;
-		push @problems, $node->name . ": $why" unless $ok;
-	}
-	$bench->pump_nb if $bench->pumpable;
-	$vac->pump_nb if $vac->pumpable;
-	last if @problems > 5;
-}
-$bench->finish;
-$vac->finish;
-note "pgbench: ${$load->{out}} ${$load->{err}}";
+my ($checks, $problems) = check_during_load($load, [ $s1, $s2 ], \&compare_once);
 like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
-ok($checks{standby1} >= 5 && $checks{standby2} >= 5,
-	"checks ran on both standbys ($checks{standby1} and $checks{standby2})");
-is(join("\n", @problems), '',
+ok($checks->{standby1} >= 5 && $checks->{standby2} >= 5,
+	"checks ran on both standbys ($checks->{standby1} and $checks->{standby2})");
+is(join("\n", @$problems), '',
 	'under load, with feedback: every index and bitmap answer on both standbys = their seqscan, no error');
 
 # ---- entries ahead of the delayed standby's heap -------------------------------------
