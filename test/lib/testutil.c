@@ -500,6 +500,35 @@ wait_pid_deadline(pid_t pid, uint64_t deadline)
 	}
 }
 
+pid_t
+test_fork(void)
+{
+	pid_t		p;
+
+	fflush(stdout);
+	fflush(stderr);
+	p = fork();
+	if (p < 0)
+	{
+		perror("fork");
+		exit(2);
+	}
+	return p;
+}
+
+void *
+test_shared_map(size_t len)
+{
+	void	   *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+	{
+		perror("mmap");
+		exit(2);
+	}
+	return p;
+}
+
 void
 kill_pids(pid_t *pids, int n)
 {

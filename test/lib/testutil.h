@@ -156,6 +156,14 @@ now_ns(void)
  */
 extern int	wait_pid_deadline(pid_t pid, uint64_t deadline);
 
+/*
+ * fork() with stdout and stderr flushed first (so no buffered TAP line is
+ * printed twice); exits with status 2 if it fails.
+ */
+extern pid_t test_fork(void);
+/* len bytes of zeroed MAP_SHARED memory for forked children; exits with status 2 if it fails. */
+extern void *test_shared_map(size_t len);
+
 /* SIGKILL and reap each of pids[0..n-1] that is > 0, and zero it. */
 extern void kill_pids(pid_t *pids, int n);
 /* Reap every child that has exited or will (waits for all of them). */
