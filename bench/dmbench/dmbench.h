@@ -271,7 +271,7 @@ typedef struct oracle_row
 	double		leaf_hit;		/* of leaf visits, leaves getting the frames inner nodes leave */
 } oracle_row;
 
-/* ---- shared state (defined in the .c files of this folder) ---- */
+/* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
 extern char notes[1 << 17];
 extern const paper_row dex_table2[NPAPER_ROWS];

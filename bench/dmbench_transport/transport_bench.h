@@ -104,7 +104,7 @@ xorshift64(uint64_t *s)
 	return *s = x;
 }
 
-/* ---- shared state (defined in the .c files of this folder) ---- */
+/* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
 extern double duration_s;
 extern double warmup_s;

@@ -138,7 +138,7 @@ typedef struct workcfg
 				read_hi;
 } workcfg;
 
-/* ---- shared state (defined in the .c files of this folder) ---- */
+/* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
 extern const opmix MIX_GROW;
 extern const opmix MIX_MIXED;

@@ -36,7 +36,7 @@ typedef struct tcfg
 #define KEY_STRIDE 8
 #define HOT_KEY (KEY_BASE + 77 * KEY_STRIDE)
 
-/* ---- shared state (defined in the .c files of this folder) ---- */
+/* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
 extern const tcfg cfg_tcp;
 extern const tcfg cfg_shm;
