@@ -29,12 +29,17 @@ SA_LIBS += $(SANITIZE)
 DM_SA_OBJS := $(patsubst src/dm/%.c,$(BUILD)/dm/%.o,$(DM_SRCS))
 MEMNODE_SRCS := $(sort $(wildcard memnode/*.c))
 MEMNODE_OBJS := $(patsubst memnode/%.c,$(BUILD)/memnode/%.o,$(MEMNODE_SRCS))
+# A test or benchmark is one file (test/integ/NAME.c) or, when it outgrew one,
+# a folder of files with a private header (test/integ/NAME/*.c); either way
+# it becomes one binary, build/test/integ/NAME.
 TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integ/*.c))
+TEST_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard test/unit/*/*.c test/integ/*/*.c))))
 TEST_LIB_SRCS := $(sort $(wildcard test/lib/*.c))
 TEST_LIB_OBJS := $(patsubst test/lib/%.c,$(BUILD)/test/lib/%.o,$(TEST_LIB_SRCS))
-TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS))
+TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS)) $(patsubst test/%,$(BUILD)/test/%,$(TEST_DIRS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
-BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+BENCH_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard bench/*/*.c))))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS)) $(patsubst bench/%,$(BUILD)/bench/%,$(BENCH_DIRS))
 
 STANDALONE := $(BUILD)/dmindex-memnode $(TEST_BINS) $(BENCH_BINS)
 
@@ -63,6 +68,14 @@ $(BUILD)/test/%: test/%.c $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(wildcard test/lib/*.h
 $(BUILD)/bench/%: bench/%.c $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(wildcard src/dm/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SA_CFLAGS) -Itest/lib -o $@ $< $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(SA_LIBS)
+
+# A program in a folder (bench/NAME/, test/integ/NAME/): all its .c files, one binary.
+define folder_prog
+$(BUILD)/$(1): $(wildcard $(1)/*.c $(1)/*.h) $(DM_SA_OBJS) $(TEST_LIB_OBJS) $(wildcard test/lib/*.h src/dm/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(SA_CFLAGS) -Itest/lib -o $$@ $$(filter %.c,$$^) $$(DM_SA_OBJS) $$(TEST_LIB_OBJS) $$(SA_LIBS)
+endef
+$(foreach d,$(TEST_DIRS) $(BENCH_DIRS),$(eval $(call folder_prog,$(d))))
 
 check-unit: standalone
 	test/run-c-tests.sh

@@ -22,6 +22,7 @@
 
 #include "dm_auth.h"
 #include "dm_region.h"
+#include "testutil.h"
 
 #define REGION (UINT64_C(256) << 20)
 #define CHUNK (UINT64_C(1) << 20)
@@ -35,15 +36,6 @@ typedef struct bop
 	uint64_t	off;
 	uint32_t	len;
 } bop;
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t
@@ -134,20 +126,20 @@ main(int argc, char **argv)
 
 	for (int k = 0; k < rounds; k++)
 	{
-		uint64_t	t0 = mono_ns();
+		uint64_t	t0 = now_ns();
 		int			bad = 0;
 
 		for (int p = 0; p < PASSES; p++)
 			for (uint32_t i = 0; i < NOPS; i++)
 				bad |= dm_region_check_op(&r, ops[i].kind, ops[i].off, ops[i].len);
-		t_plain[k] = (double) (mono_ns() - t0) / NOPS / PASSES;
-		t0 = mono_ns();
+		t_plain[k] = (double) (now_ns() - t0) / NOPS / PASSES;
+		t0 = now_ns();
 		for (int p = 0; p < PASSES; p++)
 			for (uint32_t i = 0; i < NOPS; i++)
 				bad |= dm_region_check_op(&r, ops[i].kind, ops[i].off, ops[i].len) |
 					dm_region_check_owner(&r, ops[i].off, ops[i].len, ta);
-		t_owner[k] = (double) (mono_ns() - t0) / NOPS / PASSES;
-		t0 = mono_ns();
+		t_owner[k] = (double) (now_ns() - t0) / NOPS / PASSES;
+		t0 = now_ns();
 		for (int p = 0; p < PASSES; p++)
 			for (uint32_t i = 0; i < NOPS; i++)
 			{
@@ -155,7 +147,7 @@ main(int argc, char **argv)
 				sink += (int) i;
 				pthread_mutex_unlock(&lock);
 			}
-		t_lock[k] = (double) (mono_ns() - t0) / NOPS / PASSES;
+		t_lock[k] = (double) (now_ns() - t0) / NOPS / PASSES;
 		if (bad)
 		{
 			fprintf(stderr, "dmbench_auth: an op of tenant-a was refused: the benchmark is wrong\n");

@@ -129,22 +129,6 @@ wait_children(pid_t *pids, int n, int timeout_s, int *codes)
 	return bad;
 }
 
-static pid_t
-fork_child(void)
-{
-	pid_t		p;
-
-	fflush(stdout);
-	fflush(stderr);
-	p = fork();
-	if (p < 0)
-	{
-		perror("fork");
-		exit(2);
-	}
-	return p;
-}
-
 /*
  * Start barrier.  Forking and connecting takes longer than a child's whole
  * workload over shm, so without it the children would run one after the
@@ -228,7 +212,7 @@ test_faa(const config *cf, dm_client *c, dm_gaddr chunk)
 	int			bad;
 
 	for (int i = 0; i < K; i++)
-		if ((pids[i] = fork_child()) == 0)
+		if ((pids[i] = test_fork()) == 0)
 			_exit(child_faa(cf, chunk + OFF_FAA, m));
 	CHECK(release_children(c, chunk, OFF_READY_FAA, OFF_GO_FAA, K), "%s: all %d FAA children started", cf->name, K);
 	t0 = now_ns();
@@ -392,7 +376,7 @@ test_lock(const config *cf, dm_client *c, dm_gaddr chunk)
 				viol = 0;
 
 	for (int i = 0; i < K; i++)
-		if ((pids[i] = fork_child()) == 0)
+		if ((pids[i] = test_fork()) == 0)
 			_exit(child_lock(cf, chunk, m));
 	CHECK(release_children(c, chunk, OFF_READY_LOCK, OFF_GO_LOCK, K), "%s: all %d lock children started", cf->name, K);
 	t0 = now_ns();
@@ -616,7 +600,7 @@ run_tear(const config *cf, dm_client *c, dm_gaddr chunk, int nreads, int stop_af
 	*torn = *badwords = *done = 0;
 	dm_write(c, chunk + OFF_TEAR_STOP, &zero, 8);
 	dm_write(c, chunk + OFF_TEAR + TEAR_BYTES - 8, &zero, 8);
-	if ((pid = fork_child()) == 0)
+	if ((pid = test_fork()) == 0)
 		_exit(child_tear_writer(cf, chunk));
 	/*
 	 * Start reading once the writer has written a whole pattern (a real

@@ -50,10 +50,7 @@ static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1Dull;
+	return xorshift64s(&rng);
 }
 
 static dm_client *
@@ -89,27 +86,6 @@ client_as(const char *identity, const char *secret, int *rc, const char *addr)
 
 
 
-
-/* EOF (or reset) within 3 s, after draining whatever comes first. */
-static int
-raw_closed(int fd)
-{
-	uint8_t		buf[4096];
-	uint64_t	deadline = now_ns() + UINT64_C(3000000000);
-
-	while (now_ns() < deadline)
-	{
-		struct pollfd p = {.fd = fd,.events = POLLIN};
-		ssize_t		n;
-
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		n = recv(fd, buf, sizeof(buf), 0);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return 1;
-	}
-	return 0;
-}
 
 typedef struct
 {
@@ -158,18 +134,9 @@ make_auth(auth_frame *f, const char *identity, const char *secret, const uint8_t
 static size_t
 faa_frame(uint8_t *buf, dm_gaddr word, uint64_t seq)
 {
-	dm_batch_hdr bh = {.nops = 1,.bad_index = 0};
-	dm_wire_op	op;
+	uint8_t		body[TEST_FAA_BODY_MAX];
 
-	memset(&op, 0, sizeof(op));
-	op.kind = DM_OP_FAA;
-	op.len = 8;
-	op.addr = word;
-	op.arg0 = 1;
-	dm_hdr_init((dm_frame_hdr *) buf, DM_MSG_BATCH, DM_HDR_SIZE + sizeof(bh) + sizeof(op), seq);
-	memcpy(buf + DM_HDR_SIZE, &bh, sizeof(bh));
-	memcpy(buf + DM_HDR_SIZE + sizeof(bh), &op, sizeof(op));
-	return DM_HDR_SIZE + sizeof(bh) + sizeof(op);
+	return test_raw_frame(buf, DM_MSG_BATCH, body, test_raw_faa_body(body, word), seq);
 }
 
 /* ---- 1. bad auth files ---------------------------------------------------------- */
@@ -291,7 +258,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 	CHECK(fd >= 0 && raw_hello(fd, "tenant-a", cn, &rh, &rep) == 0 && rh.status == DM_OK &&
 		  (rep.flags & DM_HELLO_REP_AUTH) && rep.incarnation == 0 && rep.shm_path[0] == '\0',
 		  "HELLO is answered with a challenge only (nothing about the region)");
-	CHECK(test_raw_send(fd, buf, faa_frame(buf, a_word, 3)) == 0 && raw_closed(fd), "a BATCH before the proof: closed");
+	CHECK(test_raw_send(fd, buf, faa_frame(buf, a_word, 3)) == 0 && test_raw_closed(fd, 3000, NULL), "a BATCH before the proof: closed");
 	close(fd);
 	expected_failures++;
 
@@ -308,7 +275,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_recv(fd, &ah, sizeof(ah)) == 0 && ah.status == DM_ERR_AUTH &&
 			  ah.type == (DM_MSG_AUTH | DM_MSG_REPLY) && ah.length == DM_HDR_SIZE,
 			  "wrong proof (another identity's secret): AUTH answered with status AUTH, no body");
-		CHECK(raw_closed(fd), "wrong proof: connection closed");
+		CHECK(test_raw_closed(fd, 3000, NULL), "wrong proof: connection closed");
 	}
 	close(fd);
 	expected_failures++;
@@ -339,7 +306,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		CHECK(test_raw_send(fd, buf, sizeof(good) + faa_frame(buf + sizeof(good), a_word, 3)) == 0 &&
 			  test_raw_recv(fd, &ah, sizeof(ah)) == 0 && ah.status == DM_ERR_AUTH,
 			  "replay: the recorded proof is refused");
-		CHECK(raw_closed(fd), "replay: connection closed");
+		CHECK(test_raw_closed(fd, 3000, NULL), "replay: connection closed");
 		close(fd);
 		expected_failures++;
 	}
@@ -351,7 +318,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		dm_frame_hdr ah;
 
 		CHECK(fd >= 0 && test_raw_send(fd, &af, sizeof(af)) == 0 && test_raw_recv(fd, &ah, sizeof(ah)) == 0 &&
-			  ah.status == DM_ERR_AUTH && raw_closed(fd), "AUTH without HELLO: refused, closed");
+			  ah.status == DM_ERR_AUTH && test_raw_closed(fd, 3000, NULL), "AUTH without HELLO: refused, closed");
 	}
 	close(fd);
 	expected_failures++;
@@ -364,7 +331,7 @@ test_refused(dm_client *a, dm_gaddr a_word)
 		dm_hdr_init((dm_frame_hdr *) old, DM_MSG_HELLO, sizeof(old), 1);
 		memcpy(old + DM_HDR_SIZE, &v2, 4);
 		CHECK(fd >= 0 && test_raw_send(fd, old, sizeof(old)) == 0 && test_raw_recv(fd, &rh, sizeof(rh)) == 0 &&
-			  rh.status == DM_ERR_VERSION && raw_closed(fd),
+			  rh.status == DM_ERR_VERSION && test_raw_closed(fd, 3000, NULL),
 			  "a version-2 HELLO (an old client) gets status VERSION, then the connection closes");
 	}
 	close(fd);

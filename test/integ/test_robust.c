@@ -46,47 +46,13 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t
 rnd(void)
 {
-	/* xorshift64*: deterministic, so a failing fuzz run can be replayed */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1Dull;
+	return xorshift64s(&rng);
 }
 
 /* ---- raw sockets ----------------------------------------------------------- */
 
 
 
-
-/*
- * Did the memnode close the connection (EOF or reset) within timeout_ms?
- * Any bytes it sends first are drained and counted in *got (if not NULL).
- */
-static int
-raw_closed(int fd, int timeout_ms, size_t *got)
-{
-	uint64_t	deadline = now_ns() + (uint64_t) timeout_ms * 1000000u;
-	uint8_t		buf[4096];
-
-	if (got)
-		*got = 0;
-	for (;;)
-	{
-		struct pollfd p = {.fd = fd,.events = POLLIN};
-		uint64_t	now = now_ns();
-		ssize_t		n;
-
-		if (now >= deadline)
-			return 0;
-		if (poll(&p, 1, (int) ((deadline - now) / 1000000) + 1) <= 0)
-			continue;
-		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return 1;
-		if (n > 0 && got)
-			*got += (size_t) n;
-	}
-}
 
 static int
 raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep)
@@ -136,32 +102,6 @@ raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep)
 		*rep = arep.hello;
 	}
 	return 0;
-}
-
-/* A frame: header + body, body_len bytes of body (already padded by the caller). */
-static size_t
-make_frame(uint8_t *buf, uint16_t type, const void *body, uint32_t body_len, uint64_t seq)
-{
-	dm_hdr_init((dm_frame_hdr *) buf, type, DM_HDR_SIZE + body_len, seq);
-	memcpy(buf + DM_HDR_SIZE, body, body_len);
-	return DM_HDR_SIZE + body_len;
-}
-
-/* Body of a BATCH with one FAA(+1) on the given word (used to prove "not applied"). */
-static uint32_t
-faa_batch_body(uint8_t *body, dm_gaddr word)
-{
-	dm_batch_hdr bh = {.nops = 1,.bad_index = 0};
-	dm_wire_op	op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = DM_OP_FAA;
-	op.len = 8;
-	op.addr = word;
-	op.arg0 = 1;
-	memcpy(body, &bh, sizeof(bh));
-	memcpy(body + sizeof(bh), &op, sizeof(op));
-	return sizeof(bh) + sizeof(op);
 }
 
 /* ---- the well-behaved client ------------------------------------------------- */
@@ -216,7 +156,7 @@ test_raw_abuse(void)
 		buf[i] = (uint8_t) rnd();
 	buf[0] = 'X';				/* surely not the magic */
 	CHECK(fd >= 0 && test_raw_send(fd, buf, 512) == 0, "garbage: sent 512 random bytes");
-	CHECK(raw_closed(fd, 3000, &got) && got == 0, "garbage: memnode closed the connection without a reply");
+	CHECK(test_raw_closed(fd, 3000, &got) && got == 0, "garbage: memnode closed the connection without a reply");
 	close(fd);
 	check_serving("garbage");
 
@@ -227,7 +167,7 @@ test_raw_abuse(void)
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, &h, sizeof(h));
 	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + sizeof(dm_hello_req)) == 0, "wrong magic: sent");
-	CHECK(raw_closed(fd, 3000, &got) && got == 0, "wrong magic: connection closed, no reply");
+	CHECK(test_raw_closed(fd, 3000, &got) && got == 0, "wrong magic: connection closed, no reply");
 	close(fd);
 	check_serving("wrong magic");
 
@@ -235,14 +175,14 @@ test_raw_abuse(void)
 	fd = test_raw_connect(mn.port);
 	dm_hdr_init(&h, DM_MSG_HELLO, DM_FRAME_MAX + 8, 1);
 	CHECK(fd >= 0 && test_raw_send(fd, &h, sizeof(h)) == 0, "oversized: header claiming 16 MiB + 8 sent");
-	CHECK(raw_closed(fd, 3000, NULL), "oversized: connection closed at once");
+	CHECK(test_raw_closed(fd, 3000, NULL), "oversized: connection closed at once");
 	close(fd);
 	/* ... and after a handshake too */
 	fd = test_raw_connect(mn.port);
 	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 		  "oversized after hello: handshake ok");
 	dm_hdr_init(&h, DM_MSG_BATCH, 0xFFFFFFF8u, 2);
-	CHECK(test_raw_send(fd, &h, sizeof(h)) == 0 && raw_closed(fd, 3000, NULL),
+	CHECK(test_raw_send(fd, &h, sizeof(h)) == 0 && test_raw_closed(fd, 3000, NULL),
 		  "oversized after hello: 4 GiB header closes the connection");
 	close(fd);
 	/* flags and non-multiple-of-8 lengths */
@@ -252,12 +192,12 @@ test_raw_abuse(void)
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, &h, sizeof(h));
 	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + sizeof(dm_hello_req)) == 0 &&
-		  raw_closed(fd, 3000, NULL), "header with flags set: closed");
+		  test_raw_closed(fd, 3000, NULL), "header with flags set: closed");
 	close(fd);
 	fd = test_raw_connect(mn.port);
 	dm_hdr_init(&h, DM_MSG_HELLO, DM_HDR_SIZE + 4, 1);
 	memcpy(buf, &h, sizeof(h));
-	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + 4) == 0 && raw_closed(fd, 3000, NULL),
+	CHECK(fd >= 0 && test_raw_send(fd, buf, DM_HDR_SIZE + 4) == 0 && test_raw_closed(fd, 3000, NULL),
 		  "length not a multiple of 8: closed");
 	close(fd);
 	check_serving("oversized / bad headers");
@@ -284,7 +224,7 @@ test_raw_abuse(void)
 		memcpy(body + sizeof(bh), ops, sizeof(ops));
 		memset(body + sizeof(bh) + sizeof(ops), 0x77, 64);
 		blen = sizeof(bh) + sizeof(ops) + 64;
-		n = make_frame(buf, DM_MSG_BATCH, body, blen, 5);
+		n = test_raw_frame(buf, DM_MSG_BATCH, body, blen, 5);
 		/* all but the last 8 bytes of the WRITE payload */
 		CHECK(test_raw_send(fd, buf, n - 8) == 0, "truncated: sent %zu of %zu bytes", n - 8, n);
 	}
@@ -303,9 +243,9 @@ test_raw_abuse(void)
 	/* 5. BATCH before HELLO */
 	before = read_word(chunk + 8);
 	fd = test_raw_connect(mn.port);
-	n = make_frame(buf, DM_MSG_BATCH, body, faa_batch_body(body, chunk + 8), 1);
+	n = test_raw_frame(buf, DM_MSG_BATCH, body, test_raw_faa_body(body, chunk + 8), 1);
 	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0, "batch before hello: sent");
-	CHECK(raw_closed(fd, 3000, &got) && got == 0, "batch before hello: closed without a reply");
+	CHECK(test_raw_closed(fd, 3000, &got) && got == 0, "batch before hello: closed without a reply");
 	close(fd);
 	CHECK(read_word(chunk + 8) == before, "batch before hello: not applied");
 	/* RPC before HELLO */
@@ -315,9 +255,9 @@ test_raw_abuse(void)
 		dm_rpc_hdr	rpch = {.code = DM_RPC_STATS};
 
 		memcpy(rb, &rpch, sizeof(rpch));
-		n = make_frame(buf, DM_MSG_RPC, rb, 8, 1);
+		n = test_raw_frame(buf, DM_MSG_RPC, rb, 8, 1);
 	}
-	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
 		  "rpc before hello: closed without a reply");
 	close(fd);
 	check_serving("requests before hello");
@@ -330,7 +270,7 @@ test_raw_abuse(void)
 		  "wrong version: reply header is a HELLO reply echoing the seq");
 	CHECK_STATUS((int) rh.status, DM_ERR_VERSION, "wrong version: status VERSION");
 	CHECK(hr.version == DM_PROTO_VERSION, "wrong version: reply says which version the memnode speaks");
-	CHECK(raw_closed(fd, 3000, NULL), "wrong version: connection closed after the reply");
+	CHECK(test_raw_closed(fd, 3000, NULL), "wrong version: connection closed after the reply");
 	close(fd);
 	/* ... and the client library reports it as VERSION (by design, via its own handshake) */
 	check_serving("wrong version");
@@ -344,14 +284,14 @@ test_raw_abuse(void)
 		dm_frame_hdr rh2;
 		dm_hello_rep hr2;
 
-		CHECK(raw_hello(fd, DM_PROTO_VERSION, &rh2, &hr2) < 0 && raw_closed(fd, 3000, NULL),
+		CHECK(raw_hello(fd, DM_PROTO_VERSION, &rh2, &hr2) < 0 && test_raw_closed(fd, 3000, NULL),
 			  "hello twice: second hello closes the connection");
 	}
 	close(fd);
 	fd = test_raw_connect(mn.port);
 	memset(body, 0, sizeof(body));
-	n = make_frame(buf, DM_MSG_HELLO, body, 8, 1);
-	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+	n = test_raw_frame(buf, DM_MSG_HELLO, body, 8, 1);
+	CHECK(fd >= 0 && test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
 		  "hello with an 8-byte body: closed");
 	close(fd);
 
@@ -364,7 +304,7 @@ test_raw_abuse(void)
 
 		memset(rb, 0, sizeof(rb));
 		memcpy(rb, &rpch, sizeof(rpch));
-		n = make_frame(buf, DM_MSG_RPC, rb, 16, 9);
+		n = test_raw_frame(buf, DM_MSG_RPC, rb, 16, 9);
 		memset(&rh, 0, sizeof(rh));
 		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_recv(fd, &rh, sizeof(rh)) == 0,
 			  "unknown rpc code: got a reply");
@@ -377,7 +317,7 @@ test_raw_abuse(void)
 		rpch.code = DM_RPC_PING;
 		memcpy(rb, &rpch, sizeof(rpch));
 		memset(rb + 8, 0xAB, 8);
-		n = make_frame(buf, DM_MSG_RPC, rb, 16, 10);
+		n = test_raw_frame(buf, DM_MSG_RPC, rb, 16, 10);
 		memset(&rh, 0, sizeof(rh));
 		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_recv(fd, &rh, sizeof(rh)) == 0 && rh.status == DM_OK &&
 			  rh.seq == 10 && rh.length == DM_HDR_SIZE + 8 + sizeof(dm_rpc_ping_rep),
@@ -392,8 +332,8 @@ test_raw_abuse(void)
 		/* PING with a 16-byte argument instead of 8 */
 		rpch.code = DM_RPC_PING;
 		memcpy(rb, &rpch, sizeof(rpch));
-		n = make_frame(buf, DM_MSG_RPC, rb, 24, 11);
-		CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+		n = test_raw_frame(buf, DM_MSG_RPC, rb, 24, 11);
+		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
 			  "ping with a wrong body length: closed");
 	}
 	close(fd);
@@ -405,8 +345,8 @@ test_raw_abuse(void)
 			fd = test_raw_connect(mn.port);
 			CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 				  "type 0x%x: hello ok", types[t]);
-			n = make_frame(buf, types[t], body, faa_batch_body(body, chunk + 8), 3);
-			CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+			n = test_raw_frame(buf, types[t], body, test_raw_faa_body(body, chunk + 8), 3);
+			CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
 				  "frame of type 0x%x: closed without a reply", types[t]);
 			close(fd);
 		}
@@ -415,9 +355,9 @@ test_raw_abuse(void)
 		CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 			  "status field: hello ok");
 		before = read_word(chunk + 8);
-		n = make_frame(buf, DM_MSG_BATCH, body, faa_batch_body(body, chunk + 8), 3);
+		n = test_raw_frame(buf, DM_MSG_BATCH, body, test_raw_faa_body(body, chunk + 8), 3);
 		((dm_frame_hdr *) buf)->status = 1;
-		CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
 			  "request with a status set: closed without a reply");
 		close(fd);
 		CHECK(read_word(chunk + 8) == before, "request with a status set: not applied");
@@ -425,8 +365,8 @@ test_raw_abuse(void)
 		fd = test_raw_connect(mn.port);
 		CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0, "nops 0: hello ok");
 		memset(body, 0, 8);
-		n = make_frame(buf, DM_MSG_BATCH, body, 8, 4);
-		CHECK(test_raw_send(fd, buf, n) == 0 && raw_closed(fd, 3000, &got) && got == 0,
+		n = test_raw_frame(buf, DM_MSG_BATCH, body, 8, 4);
+		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
 			  "batch with nops 0: closed");
 		close(fd);
 	}
@@ -452,7 +392,7 @@ test_raw_abuse(void)
 
 			memcpy(rb, &rpch, 8);
 			memcpy(rb + 8, &token, 8);
-			off += make_frame(pbuf + off, DM_MSG_RPC, rb, 16, 1000 + (uint64_t) i);
+			off += test_raw_frame(pbuf + off, DM_MSG_RPC, rb, 16, 1000 + (uint64_t) i);
 		}
 		CHECK(test_raw_send(fd, pbuf, off) == 0, "pipeline: 200 pings sent in one write");
 		for (int i = 0; i < 200 && in_order; i++)
@@ -472,7 +412,7 @@ test_raw_abuse(void)
 		CHECK(in_order, "pipeline: 200 replies, in order, seqs and tokens echoed");
 	}
 	before = read_word(chunk + 8);
-	n = make_frame(buf, DM_MSG_BATCH, body, faa_batch_body(body, chunk + 8), 4242);
+	n = test_raw_frame(buf, DM_MSG_BATCH, body, test_raw_faa_body(body, chunk + 8), 4242);
 	{
 		int			sent_ok = 1;
 

@@ -53,16 +53,6 @@ connect_client(int backend, const char *name)
 	return test_client_connect(backend, 0, 30000, name, mn.addr, NULL);
 }
 
-static uint64_t
-bytes_in_use(dm_client *c)
-{
-	dm_node_stats st;
-
-	if (dm_node_stats_get(c, 1, &st) != DM_OK)
-		return UINT64_MAX;
-	return st.bytes_in_use;
-}
-
 /* Nodes granted to a handle that allocated k nodes (grants 1, 2, 4, ..., GRANT_MAX). */
 static uint64_t
 granted_for(uint64_t k)
@@ -76,63 +66,6 @@ granted_for(uint64_t k)
 		next = next * 2 > GRANT_MAX ? GRANT_MAX : next * 2;
 	}
 	return granted;
-}
-
-static uint64_t
-reachable_nodes(dm_tree *t)
-{
-	dm_tree_stats st;
-	uint64_t	n = 0;
-
-	if (dm_tree_stats_get(t, &st) != DM_OK)
-		return 0;
-	for (int l = 0; l < 16; l++)
-		n += st.nodes[l];
-	return n;
-}
-
-/* The tree verifies and a full scan both ways equals the model. */
-static int
-tree_matches(dm_tree *t, const model *m, const char *what)
-{
-	char		msg[512] = "";
-	uint64_t	cnt = 0;
-	int			ok = 1;
-
-	if (!CHECK_STATUS(dm_tree_verify(t, &cnt, msg, sizeof(msg)), DM_OK, "%s: tree verifies %s", what, msg))
-		return 0;
-	for (int bw = 0; bw < 2 && ok; bw++)
-	{
-		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
-		dm_iter    *it;
-		dm_entry	e;
-		size_t		i = 0;
-		int			rc;
-
-		if (dm_iter_open(t, &r, &it) != DM_OK)
-		{
-			ok = 0;
-			break;
-		}
-		while ((rc = dm_iter_next(it, &e)) == 1)
-		{
-			size_t		want = bw ? m->n - 1 - i : i;
-
-			if (i >= m->n || dm_entry_cmp(e, m->e[want]) != 0)
-			{
-				tap_diag("%s: scan %s: entry %zu is %s, model has %s", what, bw ? "backward" : "forward",
-						 i, E(e), i < m->n ? E(m->e[want]) : "nothing");
-				ok = 0;
-				break;
-			}
-			i++;
-		}
-		if (rc < 0 || i != m->n)
-			ok = 0;
-		dm_iter_close(it);
-	}
-	return CHECK(ok && cnt == m->n, "%s: verify counts %" PRIu64 " entries; full scans both ways equal the model (%zu)",
-				 what, cnt, m->n);
 }
 
 /*
@@ -226,7 +159,7 @@ run_sessions(int backend, const char *bname, int give_back, int nsessions)
 	snprintf(name, sizeof(name), "sessions %s%s", bname, give_back ? " give-back" : "");
 	if (!CHECK(c != NULL, "%s: client connects", name))
 		return;
-	base = bytes_in_use(c);
+	base = memnode_bytes_in_use(c, 1);
 	rng_seed_label(g_seed, name, 0);
 	if ((t = create_tree(c, name, &tn)) == NULL)
 	{
@@ -254,9 +187,9 @@ run_sessions(int backend, const char *bname, int give_back, int nsessions)
 		return;
 	}
 	redo = g_redo_stranded - redo;
-	tree_matches(t, &m, name);
-	use = bytes_in_use(c) - base;
-	nodes = reachable_nodes(t);
+	tree_matches_model(t, &m, 0, name);
+	use = memnode_bytes_in_use(c, 1) - base;
+	nodes = tree_node_count(t, NULL, NULL);
 	CHECK(use == (uint64_t) NODE_SIZE * (nodes + stranded),
 		  "%s: memnode use %" PRIu64 " B = %d B x (%" PRIu64 " tree nodes + %" PRIu64 " granted, unused)",
 		  name, use, NODE_SIZE, nodes, stranded);
@@ -273,7 +206,7 @@ run_sessions(int backend, const char *bname, int give_back, int nsessions)
 			 "(one 64 KiB slab per allocating session: %" PRIu64 " KiB)",
 			 name, nsessions, allocating, nodes, use >> 10, allocating * 64);
 	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "%s: destroy", name);
-	CHECK(bytes_in_use(c) == base, "%s: dropping the tree frees all of it", name);
+	CHECK(memnode_bytes_in_use(c, 1) == base, "%s: dropping the tree frees all of it", name);
 	m_free(&m);
 	dm_client_destroy(c);
 }
@@ -301,7 +234,7 @@ run_concurrent(int nsessions)
 
 	if (!CHECK(c != NULL, "%s: client connects", name))
 		return;
-	base = bytes_in_use(c);
+	base = memnode_bytes_in_use(c, 1);
 	if ((t = create_tree(c, name, &tn)) == NULL)
 	{
 		dm_client_destroy(c);
@@ -403,9 +336,9 @@ run_concurrent(int nsessions)
 	}
 	if (dm_tree_open_existing(c, 1, &tn, &t) == DM_OK)
 	{
-		tree_matches(t, &m, name);
-		use = bytes_in_use(c) - base;
-		nodes = reachable_nodes(t);
+		tree_matches_model(t, &m, 0, name);
+		use = memnode_bytes_in_use(c, 1) - base;
+		nodes = tree_node_count(t, NULL, NULL);
 		CHECK(use == (uint64_t) NODE_SIZE * (nodes + stranded),
 			  "%s: memnode use %" PRIu64 " B = %d B x (%" PRIu64 " tree nodes + %" PRIu64 " granted, unused): "
 			  "no node was handed out twice", name, use, NODE_SIZE, nodes, stranded);
@@ -435,7 +368,7 @@ run_bulk(int n)
 
 	if (!CHECK(c != NULL && e != NULL, "%s: client connects", name))
 		return;
-	base = bytes_in_use(c);
+	base = memnode_bytes_in_use(c, 1);
 	if ((t = create_tree(c, name, &tn)) == NULL)
 		return;
 	for (int i = 0; i < n; i++)
@@ -444,9 +377,9 @@ run_bulk(int n)
 		  "%s: %d entries loaded", name, n);
 	for (int i = 0; i < n; i++)
 		m_insert(&m, e[i]);
-	tree_matches(t, &m, name);
-	use = bytes_in_use(c) - base;
-	nodes = reachable_nodes(t);
+	tree_matches_model(t, &m, 0, name);
+	use = memnode_bytes_in_use(c, 1) - base;
+	nodes = tree_node_count(t, NULL, NULL);
 	/* + the empty root the load replaced (retired, still allocated) */
 	CHECK(use == (uint64_t) NODE_SIZE * (nodes + 1),
 		  "%s: memnode use %" PRIu64 " B = %d B x (%" PRIu64 " tree nodes + the retired root): the rest of the last grant went back",

@@ -763,17 +763,9 @@ main(void)
 
 	tree_test_env(&g_seed, &g_scale);
 
-	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
-	{
-		CHECK(0, "mmap shared report area");
+	sh = test_start_shared(sizeof(shared), &mn, args);
+	if (sh == NULL)
 		return tap_done();
-	}
-	if (memnode_start(&mn, 0, args) != 0)
-	{
-		CHECK(0, "start a memnode (id 1, --shm)");
-		return tap_done();
-	}
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++)
 	{
 		const char *only = getenv("TREE_BACKEND");

@@ -115,32 +115,11 @@ connect_client(const transport *tr, const char *who)
 	return test_client_connect(tr->backend, 0, 20000, who, mn.addr, NULL);
 }
 
-/* After a (fault-injected) transport error: connect again, as a backend would. */
-static int
-recover(dm_client *c)
-{
-	for (int k = 0; k < 50; k++)
-	{
-		if (dm_client_reconnect(c, 1) == DM_OK)
-			return 1;
-		usleep(20000);
-	}
-	return 0;
-}
-
 /* A failure the faults we inject explain (the step failed or was abandoned). */
 static int
 injected(int rc)
 {
 	return rc == DM_ERR_TIMEOUT || rc == DM_ERR_CLOSED;
-}
-
-/* Reap late executors (DM_FAULT_LATE children) so their writes have landed. */
-static void
-reap_children(void)
-{
-	while (wait(NULL) > 0 || errno == EINTR)
-		;
 }
 
 static dm_tree *
@@ -336,7 +315,7 @@ sweep_a(const transport *tr, const dm_tree_name *tn, const dm_fault *f, int go_f
 	if (rc != DM_OK && !injected(rc))
 		cfail("A: insert failed: %s: %s", dm_strerror(rc), dm_tree_error(t));
 	publish_counters(t);
-	reap_children();
+	reap_all_children();
 	_exit(0);
 }
 
@@ -703,7 +682,7 @@ random_writer(const transport *tr, const dm_tree_name *tn, int sched, int w, int
 				cfail("writer %d: %s failed: %s: %s", w, del ? "delete" : "insert", dm_strerror(rc), dm_tree_error(t));
 				break;
 			}
-			if (!recover(c))
+			if (!test_client_recover(c))
 			{
 				cfail("writer %d: cannot reconnect: %s", w, dm_client_error(c));
 				break;
@@ -711,7 +690,7 @@ random_writer(const transport *tr, const dm_tree_name *tn, int sched, int w, int
 		}
 	}
 	publish_counters(t);
-	reap_children();
+	reap_all_children();
 	_exit(0);
 }
 
@@ -780,17 +759,9 @@ main(void)
 	if ((s = getenv("FAULT_SCHEDULES")) && atoi(s) > 0)
 		nsched = atoi(s);
 	tap_diag("FAULT_SCHEDULES=%d", nsched);
-	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
-	{
-		CHECK(0, "mmap shared area");
+	sh = test_start_shared(sizeof(shared), &mn, args);
+	if (sh == NULL)
 		return tap_done();
-	}
-	if (memnode_start(&mn, 0, args) != 0)
-	{
-		CHECK(0, "start a memnode (id 1, --shm)");
-		return tap_done();
-	}
 	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
 	{
 		const transport *tr = &transports[i];

@@ -58,34 +58,7 @@ static const transport transports[] = {{"shm", DM_BACKEND_SHM}, {"tcp", DM_BACKE
 static dm_client *
 connect_client(int backend, int flags, const char *who)
 {
-	dm_client_opts o;
-	dm_client  *c;
-	uint16_t	id;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = backend;
-	o.flags = flags;
-	o.op_timeout_ms = 20000;
-	o.name = who;
-	if ((c = dm_client_create(&o)) == NULL)
-		return NULL;
-	if (dm_client_connect(c, mn.addr, &id) != DM_OK)
-	{
-		fprintf(stderr, "# %s: connect: %s\n", who, dm_client_error(c));
-		dm_client_destroy(c);
-		return NULL;
-	}
-	return c;
-}
-
-static uint64_t
-bytes_in_use(dm_client *c)
-{
-	dm_node_stats st;
-
-	if (dm_node_stats_get(c, 1, &st) != DM_OK)
-		return UINT64_MAX;
-	return st.bytes_in_use;
+	return test_client_connect(backend, (uint32_t) flags, 20000, who, mn.addr, NULL);
 }
 
 static int	g_quiet;			/* make_tree: no assertion line (fault runs) */
@@ -106,64 +79,6 @@ make_tree(dm_client *c, const char *name, uint32_t node_size, dm_tree_name *tn)
 	if (!g_quiet || rc != DM_OK)
 		CHECK_STATUS(rc, DM_OK, "%s: create tree (%u-byte nodes)", name, node_size);
 	return rc == DM_OK ? t : NULL;
-}
-
-/* The tree verifies and full scans both ways equal the model. */
-static int
-tree_matches(dm_tree *t, const model *m, const char *what)
-{
-	char		msg[512] = "";
-	uint64_t	cnt = 0;
-	int			ok = 1;
-
-	if (!CHECK_STATUS(dm_tree_verify(t, &cnt, msg, sizeof(msg)), DM_OK, "%s: tree verifies %s", what, msg))
-		return 0;
-	for (int bw = 0; bw < 2 && ok; bw++)
-	{
-		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
-		dm_iter    *it;
-		dm_entry	e;
-		size_t		i = 0;
-		int			rc;
-
-		if (dm_iter_open(t, &r, &it) != DM_OK)
-		{
-			ok = 0;
-			break;
-		}
-		while ((rc = dm_iter_next(it, &e)) == 1)
-		{
-			size_t		want = bw ? m->n - 1 - i : i;
-
-			if (i >= m->n || dm_entry_cmp(e, m->e[want]) != 0)
-			{
-				tap_diag("%s: scan %s: entry %zu is %s, model has %s", what, bw ? "backward" : "forward",
-						 i, E(e), i < m->n ? E(m->e[want]) : "nothing");
-				ok = 0;
-				break;
-			}
-			i++;
-		}
-		if (rc < 0 || i != m->n)
-		{
-			tap_diag("%s: scan %s: rc %d, %zu entries, model %zu", what, bw ? "backward" : "forward", rc, i, m->n);
-			ok = 0;
-		}
-		dm_iter_close(it);
-	}
-	/* and point lookups of a sample */
-	for (size_t i = 0; i < m->n && ok; i += 1 + m->n / 50)
-	{
-		int			found = 0;
-
-		if (dm_tree_contains(t, m->e[i], &found) != DM_OK || !found)
-		{
-			tap_diag("%s: lookup of %s fails", what, E(m->e[i]));
-			ok = 0;
-		}
-	}
-	return CHECK(ok && cnt == m->n, "%s: verify counts %" PRIu64 " entries; scans both ways and lookups equal the model (%zu)",
-				 what, cnt, m->n);
 }
 
 static int
@@ -261,7 +176,7 @@ test_model(const transport *tr, uint32_t node_size)
 			break;
 		m_insert(&m, e);
 	}
-	tree_matches(t, &m, name);
+	tree_matches_model(t, &m, 1, name);
 	for (int r = 0; r < rounds; r++)
 	{
 		char		what[128];
@@ -273,14 +188,14 @@ test_model(const transport *tr, uint32_t node_size)
 		if (!CHECK(delete_range(t, &m, from, to), "%s round %d: delete keys [%" PRIu64 ", %" PRIu64 ")", name, r, from, to))
 			break;
 		snprintf(what, sizeof(what), "%s round %d after delete", name, r);
-		tree_matches(t, &m, what);
+		tree_matches_model(t, &m, 1, what);
 		if (!CHECK_STATUS(dm_tree_reclaim(t, &res), DM_OK, "%s round %d: reclaim %s", name, r, dm_tree_error(t)))
 			break;
 		tap_diag("%s round %d: %" PRIu64 " leaves, %" PRIu64 " empty, %" PRIu64 " reclaimed, %" PRIu64 " free",
 				 name, r, res.leaves, res.empty_leaves, res.leaves_reclaimed, res.free_nodes);
 		reclaimed += res.leaves_reclaimed;
 		snprintf(what, sizeof(what), "%s round %d after reclaim", name, r);
-		tree_matches(t, &m, what);
+		tree_matches_model(t, &m, 1, what);
 		/* reinsertion elsewhere (and into part of the emptied range) */
 		{
 			dm_entry	e[1200];
@@ -295,7 +210,7 @@ test_model(const transport *tr, uint32_t node_size)
 				m_insert(&m, e[i]);
 		}
 		snprintf(what, sizeof(what), "%s round %d after reinsertion", name, r);
-		tree_matches(t, &m, what);
+		tree_matches_model(t, &m, 1, what);
 	}
 	dm_tree_get_counters(t, &ctr);
 	/* small nodes split often enough to use up grants: then freed nodes are reused */
@@ -308,7 +223,7 @@ test_model(const transport *tr, uint32_t node_size)
 		dm_tree_stats st;
 		int			src;
 
-		tree_matches(t, &m, name);
+		tree_matches_model(t, &m, 1, name);
 		src = dm_tree_stats_get(t, &st);
 		CHECK(src == DM_OK && st.nodes[0] <= st.nodes[1] + (st.height > 2 ? st.nodes[2] : 0) + 1 &&
 			  st.free_nodes == res.free_nodes,
@@ -359,7 +274,7 @@ cycle(const transport *tr, const char *name, int reclaim, int rounds, int per, i
 		}
 		/* the handle's grant stays with it: give it back so only tree memory counts */
 		dm_tree_alloc_release(t);
-		use = bytes_in_use(c);
+		use = memnode_bytes_in_use(c, 1);
 		if (getenv("RECLAIM_VERBOSE"))
 		{
 			dm_tree_counters ctr;
@@ -377,7 +292,7 @@ cycle(const transport *tr, const char *name, int reclaim, int rounds, int per, i
 			peak = use;
 	}
 	grow = (int64_t) use - (int64_t) *first;
-	tree_matches(t, &m, name);
+	tree_matches_model(t, &m, 1, name);
 fail:
 	dm_tree_destroy(t);
 out:
@@ -660,7 +575,7 @@ test_concurrent(void)
 	memset(sh, 0, sizeof(*sh));
 	for (int w = 0; w < BANDS; w++)
 		insert_keys(t, &m, (uint64_t) w * BAND, (uint64_t) w * BAND + STABLE_SPAN, STABLE_STEP, 0);
-	tree_matches(t, &m, "concurrent: stable entries");
+	tree_matches_model(t, &m, 1, "concurrent: stable entries");
 	for (int w = 0; w < BANDS; w++)
 		if ((pids[np++] = fork()) == 0)
 			writer(&tn, w, rounds);
@@ -701,12 +616,12 @@ test_concurrent(void)
 		fclose(f);
 		unlink(path);
 	}
-	tree_matches(t, &m, "concurrent: afterwards");
+	tree_matches_model(t, &m, 1, "concurrent: afterwards");
 	{
 		dm_reclaim_result res;
 
 		CHECK_STATUS(dm_tree_reclaim(t, &res), DM_OK, "concurrent: a last reclaim pass");
-		tree_matches(t, &m, "concurrent: after the last pass");
+		tree_matches_model(t, &m, 1, "concurrent: after the last pass");
 	}
 	dm_tree_destroy(t);
 	m_free(&m);

@@ -87,25 +87,6 @@ client(int backend, const char *who)
 	return test_client_connect(backend, 0, 20000, who, mn.addr, NULL);
 }
 
-static void
-reap_children(void)
-{
-	while (wait(NULL) > 0 || errno == EINTR)
-		;
-}
-
-static int
-reconnect(dm_client *c)
-{
-	for (int k = 0; k < 50; k++)
-	{
-		if (dm_client_reconnect(c, 1) == DM_OK)
-			return 1;
-		usleep(20000);
-	}
-	return 0;
-}
-
 /* A new tree with the even keys of [0, 2 * FILL), over tcp; 0 on failure. */
 static int
 setup(const dm_tree_name *tn)
@@ -157,7 +138,7 @@ abandon_insert(dm_client *c, dm_tree *t, int probe_key, int late_key, int late_m
 		afail("A: the abandoned insert did not time out", rc, t);
 		return 0;
 	}
-	if (!reconnect(c))
+	if (!test_client_recover(c))
 	{
 		afail("A: reconnect", DM_ERR_CONNECT, NULL);
 		return 0;
@@ -188,7 +169,7 @@ freed_a(const dm_tree_name *tn, int done_fd)
 	sh->slots_lost = ctr.redo_slots_lost;
 	if (write(done_fd, "x", 1) != 1)
 		_exit(1);
-	reap_children();			/* the late batch has run */
+	reap_all_children();			/* the late batch has run */
 	_exit(0);
 }
 
@@ -303,7 +284,7 @@ claimed_a(const dm_tree_name *tn)
 		_exit(1);
 	if ((rc = insert_key(t, 11)) != DM_OK)
 		afail("A: retry", rc, t);
-	reap_children();			/* the late batch: slot claimed, version guard failed */
+	reap_all_children();			/* the late batch: slot claimed, version guard failed */
 	dm_tree_get_counters(t, &ctr);
 	if (ctr.redo_slots_lost != 0)
 		afail("A: a slot was lost before the late batch ran", DM_ERR_INTERNAL, NULL);
@@ -349,17 +330,9 @@ main(void)
 {
 	const char *const args[] = {"--id", "1", "--shm", "--size", "64M", "--chunk-size", "1M", NULL};
 
-	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
-	{
-		CHECK(0, "mmap shared area");
+	sh = test_start_shared(sizeof(shared), &mn, args);
+	if (sh == NULL)
 		return tap_done();
-	}
-	if (memnode_start(&mn, 0, args) != 0)
-	{
-		CHECK(0, "start a memnode (id 1, --shm)");
-		return tap_done();
-	}
 	part_freed();
 	part_claimed();
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");

@@ -1,6 +1,6 @@
 /*
- * entrymodel.c — the sorted-array model and PRNG of the tree tests (see
- * entrymodel.h).
+ * entrymodel.c — the sorted-array model and PRNG of the tree tests, and the
+ * check of a whole tree against the model (see entrymodel.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -213,4 +213,78 @@ sort_unique(dm_entry *e, int n)
 		if (k == 0 || dm_entry_cmp(e[k - 1], e[i]) != 0)
 			e[k++] = e[i];
 	return k;
+}
+
+int
+tree_matches_model(dm_tree *t, const model *m, int lookups, const char *what)
+{
+	char		msg[512] = "";
+	uint64_t	cnt = 0;
+	int			ok = 1;
+
+	if (!CHECK_STATUS(dm_tree_verify(t, &cnt, msg, sizeof(msg)), DM_OK, "%s: tree verifies %s", what, msg))
+		return 0;
+	for (int bw = 0; bw < 2 && ok; bw++)
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
+		dm_iter    *it;
+		dm_entry	e;
+		size_t		i = 0;
+		int			rc;
+
+		if (dm_iter_open(t, &r, &it) != DM_OK)
+		{
+			ok = 0;
+			break;
+		}
+		while ((rc = dm_iter_next(it, &e)) == 1)
+		{
+			size_t		want = bw ? m->n - 1 - i : i;
+
+			if (i >= m->n || dm_entry_cmp(e, m->e[want]) != 0)
+			{
+				tap_diag("%s: scan %s: entry %zu is %s, model has %s", what, bw ? "backward" : "forward",
+						 i, E(e), i < m->n ? E(m->e[want]) : "nothing");
+				ok = 0;
+				break;
+			}
+			i++;
+		}
+		if (rc < 0 || i != m->n)
+		{
+			tap_diag("%s: scan %s: rc %d, %zu entries, model %zu", what, bw ? "backward" : "forward", rc, i, m->n);
+			ok = 0;
+		}
+		dm_iter_close(it);
+	}
+	/* and point lookups of a sample */
+	for (size_t i = 0; lookups && i < m->n && ok; i += 1 + m->n / 50)
+	{
+		int			found = 0;
+
+		if (dm_tree_contains(t, m->e[i], &found) != DM_OK || !found)
+		{
+			tap_diag("%s: lookup of %s fails", what, E(m->e[i]));
+			ok = 0;
+		}
+	}
+	return CHECK(ok && cnt == m->n, "%s: verify counts %" PRIu64 " entries; %s equal the model (%zu)",
+				 what, cnt, lookups ? "scans both ways and lookups" : "full scans both ways", m->n);
+}
+
+uint64_t
+tree_node_count(dm_tree *t, int *height, uint64_t *inner)
+{
+	dm_tree_stats st;
+	uint64_t	n = 0;
+
+	if (dm_tree_stats_get(t, &st) != DM_OK)
+		return 0;
+	for (int l = 0; l < 16; l++)
+		n += st.nodes[l];
+	if (height)
+		*height = st.height;
+	if (inner)
+		*inner = n - st.nodes[0];
+	return n;
 }

@@ -1,8 +1,8 @@
 /*
  * entrymodel.h — the reference the tree tests compare against: a sorted
  * array of distinct (key, tid) entries with the same ordering as the remote
- * tree, the tests' PRNG, and formatting of entries and ranges for
- * failure messages.
+ * tree, the tests' PRNG, formatting of entries and ranges for failure
+ * messages, and the check that a whole tree equals the model.
  */
 #ifndef DM_ENTRYMODEL_H
 #define DM_ENTRYMODEL_H
@@ -42,6 +42,20 @@ extern uint64_t rnd_below(uint64_t n);	/* 0 when n is 0 */
 extern void tree_test_env(uint64_t *seed, int *scale);
 /* Seed rng for one named stream (a test section, a process idx of it) from a run seed. */
 extern void rng_seed_label(uint64_t seed, const char *label, uint64_t idx);
+
+/*
+ * Two assertions: the tree verifies, and its full scans both ways (with
+ * `lookups`, also point lookups of a sample of 50 model entries) equal the
+ * model, with dm_tree_verify's count; what differs goes to tap_diag.
+ * 1 if both hold.
+ */
+extern int	tree_matches_model(dm_tree *t, const model *m, int lookups, const char *what);
+
+/*
+ * Nodes of the tree as dm_tree_stats_get counts them (0 if it fails);
+ * *height and *inner (the nodes above the leaves) too unless NULL.
+ */
+extern uint64_t tree_node_count(dm_tree *t, int *height, uint64_t *inner);
 
 /* "(key,tid)", "(NULL,tid)", "(INF)"; "[lo .. hi) forward"; rotating static buffers. */
 extern const char *E(dm_entry e);

@@ -1,6 +1,7 @@
 /*
- * testutil.c — TAP output and memnode process management for the C tests
- * and benchmarks (see testutil.h).
+ * testutil.c — TAP output, memnode process management and clients for the
+ * C tests and benchmarks (see testutil.h; child processes, descriptors and
+ * raw connections are in testio.c).
  *
  * The memnode helpers take care that a test can never leave a memnode
  * behind: every started memnode is remembered, killed by an atexit handler
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -108,17 +110,6 @@ tap_done(void)
 		printf("# %d of %d tests failed\n", tap_failed, tap_count);
 	fflush(stdout);
 	return tap_failed == 0 ? 0 : 1;
-}
-
-/* ---- clock --------------------------------------------------------------- */
-
-uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 /* ---- memnode processes --------------------------------------------------- */
@@ -459,28 +450,27 @@ memnode_stop(memnode_proc *mp, int sig)
 	return status;
 }
 
-int
-wait_pid_deadline(pid_t pid, uint64_t deadline)
+void *
+test_start_shared(size_t size, memnode_proc *mp, const char *const *args)
 {
-	int			st;
+	void	   *area = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char		argstr[256] = "";
+	size_t		n = 0;
 
-	for (;;)
+	if (area == MAP_FAILED)
 	{
-		pid_t		p = waitpid(pid, &st, WNOHANG);
-
-		if (p == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
-		if (p < 0 && errno != EINTR)
-			return 99;
-		if (now_ns() > deadline)
-		{
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return 100 + SIGKILL;
-		}
-		/* reaping needs polling (no pidfd on every kernel); this is not synchronisation */
-		usleep(2000);
+		CHECK(0, "mmap a shared area of %zu bytes for the children's reports", size);
+		return NULL;
 	}
+	for (int i = 0; args[i] && n < sizeof(argstr); i++)
+		n += (size_t) snprintf(argstr + n, sizeof(argstr) - n, "%s%s", i ? " " : "", args[i]);
+	if (memnode_start(mp, 0, args) != 0)
+	{
+		CHECK(0, "start a memnode (%s)", argstr);
+		munmap(area, size);
+		return NULL;
+	}
+	return area;
 }
 
 int
@@ -528,67 +518,25 @@ test_client_connect(int backend, uint32_t flags, int op_timeout_ms, const char *
 }
 
 int
-test_raw_connect(int port)
+test_client_recover(struct dm_client *c)
 {
-	struct sockaddr_in sa;
-	int			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = {.tv_sec = 5,.tv_usec = 0};
-	int			one = 1;
-
-	if (fd < 0)
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t) port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	/* every read is bounded: a test must not hang on a silent memnode */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+	for (int k = 0; k < 50; k++)
 	{
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-int
-test_raw_send(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
+		if (dm_client_reconnect(c, 1) == DM_OK)
+			return 1;
+		usleep(20000);
 	}
 	return 0;
 }
 
-int
-test_raw_recv(int fd, void *buf, size_t len)
+uint64_t
+memnode_bytes_in_use(struct dm_client *c, uint16_t node)
 {
-	uint8_t    *p = buf;
+	dm_node_stats st;
 
-	while (len > 0)
-	{
-		ssize_t		n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
+	if (dm_node_stats_get(c, node, &st) != DM_OK)
+		return UINT64_MAX;
+	return st.bytes_in_use;
 }
 
 int

@@ -21,8 +21,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(start_memnode restart_memnode kill_memnode stop_memnode
-  memnode_alive new_dmindex_node memnode_trees query_sqlstate sql
-  dmindex_check);
+  memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby
+  memnode_trees query_sqlstate sql dmindex_check $idx_only $seq_only);
+
+# Prefixes that leave a query one plan: a plain index scan, or a seqscan
+# (tests compare the two answers).
+our $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+our $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
 
 # memnodes still running, by pid (value: their region file): killed at exit
 my %running;
@@ -193,6 +198,62 @@ CONF
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION dmindex');
 	return $node;
+}
+
+# The primary of the standby tests (019, 021, 022): a memnode (512 MB,
+# --shm, 1 MB chunks) and a node with streaming allowed, autovacuum off,
+# dmindex.instance_id 0, max_connections $p{max_connections} (default 40)
+# and a DEX cache of 8 MB in 256-byte frames that admits every leaf read,
+# plus $p{conf}; then table t (id bigserial, k int, pad text) with
+# $p{rows} rows of scattered keys, its dmindex index t_k_dm on k
+# (256-byte nodes), one physical slot per name in $p{slots} (reserving WAL
+# at once: a standby started late must still find it), $p{sql}, and a
+# backup 'b' to start the standbys from.  Returns ($memnode, $primary).
+sub new_standby_primary
+{
+	my (%p) = @_;
+	my $mn = start_memnode(
+		args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
+	my $primary = new_dmindex_node(
+		'primary', [$mn],
+		init => { allows_streaming => 1 },
+		conf => 'max_connections = ' . ($p{max_connections} // 40) . "\n"
+		  . "autovacuum = off\n"
+		  . "dmindex.instance_id = 0\n"
+		  . "dmindex.cache_policy = dex\n"
+		  . "dmindex.cache_size = 8MB\n"
+		  . "dmindex.cache_frame_size = 256\n"
+		  . "dmindex.cache_leaf_admission = 1.0\n"
+		  . ($p{conf} // ''));
+	my $slots = join('',
+		map { "SELECT pg_create_physical_replication_slot('$_', true);\n" } @{ $p{slots} });
+	$primary->safe_psql(
+		'postgres', qq{
+	CREATE TABLE t (id bigserial, k int, pad text);
+	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, $p{rows}) g;
+	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
+	VACUUM ANALYZE t;
+	$slots} . ($p{sql} // ''));
+	$primary->backup('b');
+	return ($mn, $primary);
+}
+
+# A hot standby $name of $primary, from its backup 'b', streaming through
+# physical slot $p{slot} with hot_standby_feedback on (off with
+# feedback => 0), plus $p{conf}; started, and once it has replayed what
+# the primary wrote so far (unless wait => 0), returned.
+sub new_dmindex_standby
+{
+	my ($primary, $name, %p) = @_;
+	my $s = PostgreSQL::Test::Cluster->new($name);
+	$s->init_from_backup($primary, 'b', has_streaming => 1);
+	$s->append_conf('postgresql.conf',
+		"primary_slot_name = '$p{slot}'\n"
+		  . (($p{feedback} // 1) ? "hot_standby_feedback = on\n" : '')
+		  . ($p{conf} // ''));
+	$s->start;
+	$primary->wait_for_catchup($s, 'replay') if $p{wait} // 1;
+	return $s;
 }
 
 # Total number of trees on the configured memnodes (through dbname).

@@ -15,7 +15,8 @@
 # client, with the checks that every client succeeded), serves other
 # tests with their own scripts (012).  start_write_load starts a write load
 # on a primary and returns at once, for tests that query other servers while
-# it runs (019, 021, 022).
+# it runs (019, 021, 022): check_during_load runs their checks until it
+# ends, and compare_in_snapshot is the check they share.
 
 package DmindexWorkload;
 
@@ -29,7 +30,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DmindexTest;
 
-our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum start_write_load);
+our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum start_write_load
+  compare_in_snapshot check_during_load);
 
 # run_pgbench_with_vacuum($node, $table, \%scripts, \%weights, duration =>
 # seconds, pause => time between VACUUMs, strict => also fail on any
@@ -124,6 +126,75 @@ sub start_write_load
 		[ 'pgbench', '-n', '-c', '1', '-T', $p{duration}, '-f', "$dir/load_vacuum.sql", @conn ],
 		'>', \$vout, '2>', \$verr);
 	return \%load;
+}
+
+# compare_in_snapshot($node, $p, $a, $b, bitmap => 1): in one REPEATABLE
+# READ transaction on table t, a point query (k = $p), a range ($a..$b),
+# ascending from $a and descending from $b (40 keys each) through the
+# index, with bitmap => 1 the range through a bitmap scan too, then all of
+# them by seqscan.  Returns (1, '') if every index answer equals its
+# seqscan, else (0, what differed or the error).
+sub compare_in_snapshot
+{
+	my ($node, $p, $a, $b, %o) = @_;
+	my @q = (
+		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
+		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
+		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
+		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
+	);
+	my $nb = $o{bitmap} ? 1 : 0;
+	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
+	  . join(";\n", @q) . ";\n"
+	  . ($nb
+		? "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = on;\n$q[1];\n"
+		  . "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = on;\n"
+		: "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = on;\n")
+	  . join(";\n", @q) . ";\nCOMMIT;\n";
+	my ($ret, $out, $err) = $node->psql('postgres', $script);
+	return (0, $err) if $ret != 0;
+	my @l = split /\n/, $out;
+	my $want = 8 + $nb;
+	return (0, "expected $want result lines, got: $out") if @l != $want;
+	for my $k (0 .. 3)
+	{
+		return (0, "index: $l[$k] vs seqscan: $l[4 + $nb + $k]") if $l[$k] ne $l[ 4 + $nb + $k ];
+	}
+	return (0, "bitmap: $l[4] vs seqscan: $l[6]") if $nb && $l[4] ne $l[6];
+	return (1, '');
+}
+
+# check_during_load($load, \@nodes, \&check, round => sub, each => sub):
+# until the load of start_write_load ends (or more than five problems are
+# seen), rounds of: round->() if given, then for each node check->($node),
+# a problem "name: why" when it returns false, and each->($node) if given.
+# Waits for the load, notes pgbench's output, and returns the checks run
+# per node name and the problems: (\%checks, \@problems).
+sub check_during_load
+{
+	my ($load, $nodes, $check, %o) = @_;
+	my ($bench, $vac) = ($load->{bench}, $load->{vac});
+	my (%checks, @problems);
+	$checks{ $_->name } = 0 for @$nodes;
+	while ($bench->pumpable || $vac->pumpable)
+	{
+		$o{round}->() if $o{round};
+		for my $node (@$nodes)
+		{
+			my ($ok, $why) = $check->($node);
+			$checks{ $node->name }++;
+			push @problems, $node->name . ": $why" unless $ok;
+			$o{each}->($node) if $o{each};
+		}
+		$bench->pump_nb if $bench->pumpable;
+		$vac->pump_nb if $vac->pumpable;
+		last if @problems > 5;
+	}
+	$bench->finish;
+	$vac->finish;
+	note "pgbench: ${$load->{out}} ${$load->{err}}";
+	return (\%checks, \@problems);
 }
 
 # pgbench_consistency($node, rows => initial rows, with => "WITH (...)" for

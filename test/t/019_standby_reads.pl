@@ -43,53 +43,15 @@ use DmindexWorkload;
 
 my $duration = $ENV{DM_STANDBY_SECONDS} // 15;
 
-my $mn = start_memnode(
-	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
-
-# leaves admitted always: a standby that kept leaves would keep them all
-my $cache_conf = "dmindex.cache_policy = dex\n"
-  . "dmindex.cache_size = 8MB\n"
-  . "dmindex.cache_frame_size = 256\n"
-  . "dmindex.cache_leaf_admission = 1.0\n";
-
-my $primary = new_dmindex_node(
-	'primary', [$mn],
-	init => { allows_streaming => 1 },
-	conf => "max_connections = 40\n"
-	  . "autovacuum = off\n"
-	  . "dmindex.instance_id = 0\n"
-	  . $cache_conf);
-
-$primary->safe_psql(
-	'postgres', q{
-	CREATE TABLE t (id bigserial, k int, pad text);
-	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 20000) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
-	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1', true);
-	SELECT pg_create_physical_replication_slot('s2', true);
-});
-$primary->backup('b');
+# its cache admits every leaf read: a standby that kept leaves would keep them all
+my ($mn, $primary) = new_standby_primary(rows => 20000, slots => [ 's1', 's2' ]);
 
 # standby 1: what pg_basebackup gives (the primary's instance id 0), no delay
-my $s1 = PostgreSQL::Test::Cluster->new('standby1');
-$s1->init_from_backup($primary, 'b', has_streaming => 1);
-$s1->append_conf('postgresql.conf',
-	"primary_slot_name = 's1'\nhot_standby_feedback = on\n");
-$s1->start;
+my $s1 = new_dmindex_standby($primary, 'standby1', slot => 's1');
 
 # standby 2: its own instance id, replaying 3 s behind
-my $s2 = PostgreSQL::Test::Cluster->new('standby2');
-$s2->init_from_backup($primary, 'b', has_streaming => 1);
-$s2->append_conf('postgresql.conf',
-	"primary_slot_name = 's2'\nhot_standby_feedback = on\n"
-	  . "recovery_min_apply_delay = '3s'\ndmindex.instance_id = 2\n");
-$s2->start;
-$primary->wait_for_catchup($s1, 'replay');
-$primary->wait_for_catchup($s2, 'replay');
-
-my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
-my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+my $s2 = new_dmindex_standby($primary, 'standby2', slot => 's2',
+	conf => "recovery_min_apply_delay = '3s'\ndmindex.instance_id = 2\n");
 
 # count and sum of ids of the rows with k >= 0, through the index and by seqscan
 sub both_counts
@@ -166,56 +128,15 @@ sub compare_once
 	my $p = int(rand(100000));
 	my $a = int(rand(100000));
 	my $b = $a + int(rand(3000));
-	my @q = (
-		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
-		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
-		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
-		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
-	);
-	my $bitmap = "SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b";
-	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
-	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
-	  . join(";\n", @q) . ";\n"
-	  . "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = on;\n"
-	  . "$bitmap;\n"
-	  . "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = on;\n"
-	  . join(";\n", @q) . ";\nCOMMIT;\n";
-	my ($ret, $out, $err) = $node->psql('postgres', $script);
-	return (undef, $err) if $ret != 0;
-	my @l = split /\n/, $out;
-	return (undef, "expected 9 result lines, got: $out") if @l != 9;
-	for my $k (0 .. 3)
-	{
-		return (undef, "index: $l[$k] vs seqscan: $l[5 + $k]") if $l[$k] ne $l[ 5 + $k ];
-	}
-	return (undef, "bitmap: $l[4] vs seqscan: $l[6]") if $l[4] ne $l[6];
-	return (1, '');
+	return compare_in_snapshot($node, $p, $a, $b, bitmap => 1);
 }
 
 my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
-my ($bench, $vac) = ($load->{bench}, $load->{vac});
-
-my %checks = (standby1 => 0, standby2 => 0);
-my @problems;
-while ($bench->pumpable || $vac->pumpable)
-{
-	for my $node ($s1, $s2)
-	{
-		my ($ok, $why) = compare_once($node);
-		$checks{ $node->name }++;
-		push @problems, $node->name . ": $why" unless $ok;
-	}
-	$bench->pump_nb if $bench->pumpable;
-	$vac->pump_nb if $vac->pumpable;
-	last if @problems > 5;
-}
-$bench->finish;
-$vac->finish;
-note "pgbench: ${$load->{out}} ${$load->{err}}";
+my ($checks, $problems) = check_during_load($load, [ $s1, $s2 ], \&compare_once);
 like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
-ok($checks{standby1} >= 5 && $checks{standby2} >= 5,
-	"checks ran on both standbys ($checks{standby1} and $checks{standby2})");
-is(join("\n", @problems), '',
+ok($checks->{standby1} >= 5 && $checks->{standby2} >= 5,
+	"checks ran on both standbys ($checks->{standby1} and $checks->{standby2})");
+is(join("\n", @$problems), '',
 	'under load, with feedback: every index and bitmap answer on both standbys = their seqscan, no error');
 
 # ---- entries ahead of the delayed standby's heap -------------------------------------

@@ -36,53 +36,16 @@ use DmindexWorkload;
 
 my $duration = $ENV{DM_PARTITION_SECONDS} // 16;
 
-my $mn = start_memnode(
-	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
-
-my $common = "dmindex.cache_policy = dex\n"
-  . "dmindex.cache_size = 8MB\n"
-  . "dmindex.cache_frame_size = 256\n"
-  . "dmindex.cache_leaf_admission = 1.0\n"
-  . "dmindex.partition_refresh_interval = 100\n";
-
-my $primary = new_dmindex_node(
-	'primary', [$mn],
-	init => { allows_streaming => 1 },
-	conf => "max_connections = 40\nautovacuum = off\n"
-	  . "dmindex.instance_id = 0\n"
-	  . $common);
-
-$primary->safe_psql(
-	'postgres', q{
-	CREATE TABLE t (id bigserial, k int, pad text);
-	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 30000) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
-	VACUUM ANALYZE t;
-	SELECT pg_create_physical_replication_slot('s1', true);
-	SELECT pg_create_physical_replication_slot('s2', true);
-	SELECT pg_create_physical_replication_slot('s3', true);
-});
-$primary->backup('b');
-
-sub new_standby
-{
-	my ($name, $slot, $conf) = @_;
-	my $s = PostgreSQL::Test::Cluster->new($name);
-	$s->init_from_backup($primary, 'b', has_streaming => 1);
-	$s->append_conf('postgresql.conf',
-		"primary_slot_name = '$slot'\nhot_standby_feedback = on\n" . $conf);
-	$s->start;
-	$primary->wait_for_catchup($s, 'replay');
-	return $s;
-}
+my ($mn, $primary) = new_standby_primary(
+	rows => 30000,
+	slots => [ 's1', 's2', 's3' ],
+	conf => "dmindex.partition_refresh_interval = 100\n");
 
 # a lease of 10 s on standby 1, so that its claim outlives its crash long enough to be seen
-my $s1 = new_standby('standby1', 's1', "dmindex.instance_id = 1\ndmindex.instance_lease = 10\n");
-my $s2 = new_standby('standby2', 's2', "dmindex.instance_id = 2\n");
+my $s1 = new_dmindex_standby($primary, 'standby1', slot => 's1',
+	conf => "dmindex.instance_id = 1\ndmindex.instance_lease = 10\n");
+my $s2 = new_dmindex_standby($primary, 'standby2', slot => 's2', conf => "dmindex.instance_id = 2\n");
 my @all = ($primary, $s1, $s2);
-
-my $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
-my $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
 
 for my $node (@all)
 {
@@ -99,26 +62,7 @@ sub compare_once
 	my $p = int(rand(100000));
 	my $a = int(rand(100000));
 	my $b = $a + int(rand(5000));
-	my @q = (
-		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
-		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
-		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
-		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
-	);
-	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
-	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
-	  . join(";\n", @q) . ";\n"
-	  . "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = on;\n"
-	  . join(";\n", @q) . ";\nCOMMIT;\n";
-	my ($ret, $out, $err) = $node->psql('postgres', $script);
-	return (0, $err) if $ret != 0;
-	my @l = split /\n/, $out;
-	return (0, "expected 8 result lines, got: $out") if @l != 8;
-	for my $k (0 .. 3)
-	{
-		return (0, "index: $l[$k] vs seqscan: $l[4 + $k]") if $l[$k] ne $l[ 4 + $k ];
-	}
-	return (1, '');
+	return compare_in_snapshot($node, $p, $a, $b);
 }
 
 # sessions open before any map change: they must pick the new maps up by themselves
@@ -133,49 +77,38 @@ for my $node (@all)
 # ---- maps set under a write load ---------------------------------------------------
 
 my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
-my ($bench, $vac) = ($load->{bench}, $load->{vac});
 
 # the maps: [min, 33334) 0, [33334, 66667) 1, [66667, max] 2; then [min, 50000) 2, [50000, max] 1
 my @maps = (
 	[ "ARRAY[33334, 66667]", "ARRAY[0, 1, 2]", '1', { 0 => '1', 1 => '2', 2 => '3' } ],
 	[ "ARRAY[50000]",        "ARRAY[2, 1]",    '2', { 0 => '',  1 => '2', 2 => '1' } ],);
 my $t0 = time;
-my %checks;
-my @problems;
 my $next_map = 0;
 my %seen_owner;
-while ($bench->pumpable || $vac->pumpable)
-{
-	my $elapsed = time - $t0;
-	if ($next_map < @maps && $elapsed > 1 + $next_map * $duration / 2)
-	{
-		my ($b, $i, $epoch) = @{ $maps[$next_map] };
-		is(sql($primary, 'postgres', "SELECT dmindex_set_partitions('t_k_dm', $b, $i)"),
-			$epoch, "map $epoch set from SQL under load (epoch $epoch)");
-		$next_map++;
-	}
-	for my $node (@all)
-	{
-		my ($ok, $why) = compare_once($node);
-		$checks{ $node->name }++;
-		push @problems, $node->name . ": $why" unless $ok;
+my ($checks, $problems) = check_during_load(
+	$load, \@all, \&compare_once,
+	round => sub {
+		my $elapsed = time - $t0;
+		if ($next_map < @maps && $elapsed > 1 + $next_map * $duration / 2)
+		{
+			my ($b, $i, $epoch) = @{ $maps[$next_map] };
+			is(sql($primary, 'postgres', "SELECT dmindex_set_partitions('t_k_dm', $b, $i)"),
+				$epoch, "map $epoch set from SQL under load (epoch $epoch)");
+			$next_map++;
+		}
+	},
+	each => sub {
+		my ($node) = @_;
 		# the long-lived session's routing of key 40000, as the maps change
 		my $o = $sess{ $node->name }->query_safe("SELECT dmindex_owner('t_k_dm', 40000)");
 		push @{ $seen_owner{ $node->name } }, $o
 		  unless @{ $seen_owner{ $node->name } // [] } && $seen_owner{ $node->name }[-1] eq $o;
-	}
-	$bench->pump_nb if $bench->pumpable;
-	$vac->pump_nb if $vac->pumpable;
-	last if @problems > 5;
-}
-$bench->finish;
-$vac->finish;
-note "pgbench: ${$load->{out}} ${$load->{err}}";
+	});
 like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
 is($next_map, 2, 'both maps were set during the load');
-ok((grep { $checks{ $_->name } // 0 >= 3 } @all) == 3,
-	'checks ran on every server (' . join(', ', map { $_->name . ' ' . ($checks{ $_->name } // 0) } @all) . ')');
-is(join("\n", @problems), '',
+ok((grep { $checks->{ $_->name } // 0 >= 3 } @all) == 3,
+	'checks ran on every server (' . join(', ', map { $_->name . ' ' . ($checks->{ $_->name } // 0) } @all) . ')');
+is(join("\n", @$problems), '',
 	'under load and re-partitioning: every index answer on every server = its seqscan');
 sleep 0.3;	# > dmindex.partition_refresh_interval
 for my $node (@all)
@@ -238,11 +171,8 @@ is(sql($primary, 'postgres', "SET ROLE app; SELECT dmindex_owner('t_k_dm', 7)"),
 # ---- instance claims ------------------------------------------------------------------
 
 # standby 3 made as pg_basebackup makes it: then told to be instance 1, which standby 1 holds
-my $s3 = PostgreSQL::Test::Cluster->new('standby3');
-$s3->init_from_backup($primary, 'b', has_streaming => 1);
-$s3->append_conf('postgresql.conf', "primary_slot_name = 's3'\ndmindex.instance_id = 1\n");
-$s3->start;
-$primary->wait_for_catchup($s3, 'replay');
+my $s3 = new_dmindex_standby($primary, 'standby3', slot => 's3', feedback => 0,
+	conf => "dmindex.instance_id = 1\n");
 my $q_some = "$idx_only SELECT count(*) FROM t WHERE k BETWEEN 1000 AND 2000";
 ($state, $err) = query_sqlstate($s3, 'postgres', $q_some);
 is($state, '55006', 'a second live server with instance id 1: 55006');

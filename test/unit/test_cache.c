@@ -52,20 +52,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* Memory shared with children forked later (page aligned, so 64-byte aligned). */
-static void *
-shared_map(size_t len)
-{
-	void	   *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-	{
-		perror("mmap");
-		exit(2);
-	}
-	return p;
-}
-
 typedef struct cache_map
 {
 	void	   *mem;
@@ -84,7 +70,7 @@ new_cache(cache_map *m, uint32_t nframes, dm_cache_policy policy, uint32_t permi
 		tap_diag("dm_cache_shmem_size refused %u frames", nframes);
 		exit(2);
 	}
-	m->mem = shared_map(m->len);
+	m->mem = test_shared_map(m->len);
 	m->c = dm_cache_init(m->mem, m->len, &cfg);
 	if (m->c == NULL)
 	{
@@ -229,22 +215,6 @@ cached_node(dm_cache *c, uint64_t tag, dm_gaddr addr, uint64_t *counter)
 	return node_check(buf, NS, tag, addr, counter);
 }
 
-static pid_t
-fork_child(void)
-{
-	pid_t		p;
-
-	fflush(stdout);
-	fflush(stderr);
-	p = fork();
-	if (p < 0)
-	{
-		perror("fork");
-		exit(2);
-	}
-	return p;
-}
-
 /*
  * Wait for n children, killing those still running after timeout_s.
  * Returns how many did not exit with status 0.
@@ -375,10 +345,10 @@ test_config(void)
 	{
 		pid_t		p[2];
 
-		p[0] = fork_child();
+		p[0] = test_fork();
 		if (p[0] == 0)
 			child_huge_size();
-		p[1] = fork_child();
+		p[1] = test_fork();
 		if (p[1] == 0)
 			child_huge_bytes();
 		CHECK(wait_children(p, 2, 30) == 0,
@@ -387,7 +357,7 @@ test_config(void)
 
 	/* invalid configurations */
 	len = size_for(4096, 64) + 4096;
-	mem = shared_map(len);
+	mem = test_shared_map(len);
 	{
 		struct
 		{
@@ -431,7 +401,7 @@ test_config(void)
 	}
 	munmap(mem, len);
 	{
-		void	   *zero = shared_map(4096);
+		void	   *zero = test_shared_map(4096);
 
 		CHECK(dm_cache_attach(zero) == NULL && dm_cache_attach(NULL) == NULL,
 			  "attach fails on another zeroed mapping and on NULL");
@@ -1432,7 +1402,7 @@ test_torn_reads(void)
 	 * Shared words: [0] go, [1] readers finished, [2] rewrites made,
 	 * [4 + 4r ..] reader r: copies, BUSY, torn, backwards.
 	 */
-	uint64_t   *sh = shared_map(4096);
+	uint64_t   *sh = test_shared_map(4096);
 	pid_t		pids[1 + TR_READERS];
 	uint64_t	copies = 0,
 				busy = 0,
@@ -1446,7 +1416,7 @@ test_torn_reads(void)
 	for (int i = 0; i < TR_NODES; i++)
 		fr[i] = admit(c, tag, ADDR(i), 0, 0, NONE, -1, NULL);
 	/* the writer rewrites node n % TR_NODES with counter n until every reader is done */
-	if ((pids[0] = fork_child()) == 0)
+	if ((pids[0] = test_fork()) == 0)
 	{
 		uint8_t		node[NS];
 		uint64_t	n = 0;
@@ -1466,7 +1436,7 @@ test_torn_reads(void)
 		_exit(0);
 	}
 	for (int r = 0; r < TR_READERS; r++)
-		if ((pids[1 + r] = fork_child()) == 0)
+		if ((pids[1 + r] = test_fork()) == 0)
 		{
 			uint64_t   *out = &sh[4 + r * 4];
 			uint64_t	last[TR_NODES] = {0};
@@ -1525,7 +1495,7 @@ test_multiprocess(void)
 	cache_map	m;
 	dm_cache   *c = new_cache(&m, MP_FRAMES, DM_CACHE_DEX, 700);
 	uint64_t	tag = dm_cache_tree_tag(30, 1);
-	mp_shared  *sh = shared_map(sizeof(mp_shared));
+	mp_shared  *sh = test_shared_map(sizeof(mp_shared));
 	pid_t		pids[NPROC];
 	uint64_t	errs[NERR] = {0},
 				reads = 0,
@@ -1544,7 +1514,7 @@ test_multiprocess(void)
 		make_node(sh->remote[k].data, NS, 0, tag, ADDR(k), 0);
 
 	for (int i = 0; i < NPROC; i++)
-		if ((pids[i] = fork_child()) == 0)
+		if ((pids[i] = test_fork()) == 0)
 			mp_child_main(c, sh, tag, i);
 	for (int k = 0; k < 10000 && __atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < NPROC; k++)
 		usleep(1000);

@@ -46,26 +46,13 @@ typedef struct shared
 	char		why[256];
 } shared;
 
-static void *
-shared_map(size_t len)
-{
-	void	   *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-	{
-		perror("mmap");
-		exit(2);
-	}
-	return p;
-}
-
 static dm_cache *
 new_cache(uint32_t nframes, size_t *len, void **mem)
 {
 	dm_cache_config cfg = {FS, nframes, DM_CACHE_DEX, 1000, 0};
 
 	*len = dm_cache_shmem_size(&cfg);
-	*mem = shared_map(*len);
+	*mem = test_shared_map(*len);
 	return dm_cache_init(*mem, *len, &cfg);
 }
 
@@ -122,7 +109,7 @@ test_race_steps(void)
 	size_t		len;
 	void	   *mem;
 	dm_cache   *c = new_cache(64, &len, &mem);
-	volatile uint64_t *done = shared_map(64);
+	volatile uint64_t *done = test_shared_map(64);
 	uint8_t		buf[FS];
 	uint32_t	f, existing;
 	uint64_t	gen;
@@ -253,7 +240,7 @@ test_stress(void)
 	size_t		len;
 	void	   *mem;
 	dm_cache   *c = new_cache(32, &len, &mem);	/* fewer frames than nodes: eviction too */
-	shared	   *s = shared_map(sizeof(shared));
+	shared	   *s = test_shared_map(sizeof(shared));
 	pid_t		readers[3];
 	uint64_t	t_end = now_ns() + UINT64_C(3000000000);
 	uint64_t	changes = 0;
