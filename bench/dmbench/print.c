@@ -55,7 +55,7 @@ per(uint64_t x, uint64_t ops)
 static uint64_t
 atomics_of(const dm_counters *c)
 {
-	return c->ops[DM_OP_CAS] + c->ops[DM_OP_FAA] + c->ops[DM_OP_FETCH_OR];
+	return c->ops[DM_OP_CAS] + c->ops[DM_OP_FAA] + c->ops[DM_OP_FETCH_OR] + c->ops[DM_OP_FETCH_MAX];
 }
 
 static void

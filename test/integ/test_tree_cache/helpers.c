@@ -69,7 +69,7 @@ sum_levels(const uint64_t *a)
 uint64_t
 atomics_of(const dm_counters *cc)
 {
-	return cc->ops[DM_OP_CAS] + cc->ops[DM_OP_FAA] + cc->ops[DM_OP_FETCH_OR];
+	return cc->ops[DM_OP_CAS] + cc->ops[DM_OP_FAA] + cc->ops[DM_OP_FETCH_OR] + cc->ops[DM_OP_FETCH_MAX];
 }
 
 const transport TR_SHM = {"shm", DM_BACKEND_SHM, 0};
