@@ -293,7 +293,7 @@ test_fetch_max(const config *cf, dm_client *c, dm_gaddr chunk)
 	w = 0;
 	CHECK_STATUS(dm_write(c, chunk + OFF_MAX, &w, 8), DM_OK, "%s: max word = 0", cf->name);
 	for (int i = 0; i < K; i++)
-		if ((pids[i] = fork_child()) == 0)
+		if ((pids[i] = test_fork()) == 0)
 			_exit(child_max(cf, chunk, i, m));
 	CHECK(release_children(c, chunk, OFF_READY_MAX, OFF_GO_MAX, K), "%s: all %d max children started", cf->name, K);
 	bad = wait_children(pids, K, 120, codes);
