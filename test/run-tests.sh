@@ -4,8 +4,8 @@
 #   1. C tests (test/unit, test/integ): protocol, region, transports over tcp
 #      and shm, robustness, failure; each assertion counts.
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
-#      (run twice: as configured, and over the ucx transport, UCX_TLS=posix)
-#      memnode; each test file counts.
+#      memnode; each test file counts.  Run three times: as configured, over
+#      the ucx transport (UCX_TLS=posix), and with dmindex.offload = always.
 #   3. isolation (test/isolation/specs, expected/): pg_isolation_regress runs
 #      concurrent sessions in fixed interleavings on an instance configured
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
@@ -65,6 +65,15 @@ echo "== pg_regress over ucx (UCX_TLS=${REGRESS_UCX_TLS:-posix})"
 REGRESS_TRANSPORT=ucx UCX_TLS=${REGRESS_UCX_TLS:-posix} \
     run_regress_suite regress-ucx "$PGXS_TEST/regress/pg_regress" \
     "$((REGRESS_MEMNODE_PORT + 2))" "$((REGRESS_PG_PORT + 2))" test/regress-schedule sql expected
+passed=$((passed + suite_passed))
+failed=$((failed + suite_failed))
+
+echo "== pg_regress with dmindex.offload = always"
+# the same suite once more, every index operation offered to the memnode's
+# offload executor at its first node cache miss (DEX §6; src/pg/dmoffload.c)
+REGRESS_OFFLOAD=always \
+    run_regress_suite regress-offload "$PGXS_TEST/regress/pg_regress" \
+    "$((REGRESS_MEMNODE_PORT + 3))" "$((REGRESS_PG_PORT + 3))" test/regress-schedule sql expected
 passed=$((passed + suite_passed))
 failed=$((failed + suite_failed))
 

@@ -21,7 +21,15 @@
  *   isolation with --auth-file, one identity cannot offload on another's
  *             tree (DM_ERR_PERMISSION), nothing changed;
  *   auto      the policy: counters of decisions, and over shm (a remote read
- *             is a memory access) it prefers one-sided reads.
+ *             is a memory access) it prefers one-sided reads;
+ *   sorted    sorted batches (dm_tree_insert_sorted / delete_sorted, the
+ *             access method's flushes and VACUUM's deletes) offloaded entry
+ *             by entry with "always", one decision per batch with "auto":
+ *             exact contents, changed counts, splits one-sided;
+ *   wlog      write tracking (dm_tree_wlog.c, the WAL of hot standbys'
+ *             caches): an offloaded write's nodes are in the list; one whose
+ *             reply never came (the memnode stopped, the op timed out) marks
+ *             the list lost (overflow: the whole tree).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -509,6 +517,109 @@ run_auto(int backend, const char *bname)
 	dm_client_destroy(c);
 }
 
+/* Sorted batches through the executor, against the model. */
+static void
+run_sorted(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree    *t;
+	model		m = {0};
+	dm_offload_counters oc;
+	dm_entry	batch[512];
+	int			ok = 1;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "sorted-%s", bname);
+	if (!CHECK(c && (t = new_tree(c, name, 512)) != NULL, "sorted %s: tree", bname))
+		return;
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "sorted %s: offload always", bname);
+	for (int round = 0; round < 40 && ok; round++)
+	{
+		int			del = round % 4 == 3;
+		int			n = 1 + (int) rnd_below(sizeof(batch) / sizeof(batch[0]));
+		int			changed = -1,
+					want = 0,
+					rc;
+
+		if (round == 20)
+			dm_tree_set_offload(t, DM_OFFLOAD_AUTO);
+		for (int i = 0; i < n; i++)
+			batch[i] = del && m.n > 0 ? m.e[rnd_below(m.n)] : dm_entry_make(rnd_below(20000), rnd_below(4));
+		n = sort_unique(batch, n);
+		for (int i = 0; i < n; i++)
+			want += del ? m_delete(&m, batch[i]) : m_insert(&m, batch[i]);
+		rc = del ? dm_tree_delete_sorted(t, batch, n, &changed) : dm_tree_insert_sorted(t, batch, n, &changed);
+		if (rc != DM_OK)
+			ok = CHECK_STATUS(rc, DM_OK, "sorted %s: round %d: %s of %d: %s", bname, round,
+							  del ? "delete" : "insert", n, dm_tree_error(t));
+		if (changed != want)
+			ok = CHECK(0, "sorted %s: round %d: %d changed, model %d", bname, round, changed, want);
+		if (round == 19)
+		{
+			dm_tree_offload_counters(t, &oc);
+			CHECK(oc.offloads > 1000 && oc.fallbacks > 0,
+				  "sorted %s: always: %" PRIu64 " entries offloaded, %" PRIu64 " (splits) one-sided", bname,
+				  oc.offloads, oc.fallbacks);
+		}
+	}
+	CHECK(ok && same_as_model(t, &m, "sorted"), "sorted %s: 40 sorted batches (always, then auto) = model", bname);
+	dm_tree_offload_counters(t, &oc);
+	tap_diag("sorted %s: decided %" PRIu64 " offload / %" PRIu64 " one-sided", bname, oc.decided_offload,
+			 oc.decided_local);
+	m_free(&m);
+	dm_tree_destroy(t);
+	dm_client_destroy(c);
+}
+
+/* The write log gets the executor's nodes; an unknown outcome marks it lost. */
+static void
+run_wlog(int backend, const char *bname)
+{
+	dm_client_opts o = {.backend = backend, .name = "test_offload", .op_timeout_ms = 400};
+	dm_client  *c = dm_client_create(&o);
+	dm_tree    *t;
+	dm_offload_counters oc;
+	const dm_gaddr *w;
+	int			n,
+				overflow,
+				ok = 1,
+				rc;
+	uint16_t	id;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "wlog-%s", bname);
+	if (!CHECK(c && dm_client_connect(c, mn.addr, &id) == DM_OK && (t = new_tree(c, name, 1024)) != NULL,
+			   "wlog %s: tree", bname))
+		return;
+	for (int i = 0; i < 200 && ok; i++)
+		ok &= dm_tree_insert(t, dm_entry_make((uint64_t) i * 10, 1), NULL) == DM_OK;
+	dm_tree_track_writes(t, 1);
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "wlog %s: offload always", bname);
+	/* into a leaf with room: the executor writes it, nothing one-sided */
+	for (int i = 0; i < 5 && ok; i++)
+		ok &= dm_tree_insert(t, dm_entry_make((uint64_t) i * 10 + 5, 1), NULL) == DM_OK;
+	dm_tree_offload_counters(t, &oc);
+	w = dm_tree_written_nodes(t, &n, &overflow);
+	CHECK(ok && oc.offloads == 5 && oc.fallbacks == 0 && n >= 1 && !overflow,
+		  "wlog %s: 5 offloaded inserts (%" PRIu64 "), the nodes the executor wrote are logged (%d)", bname,
+		  oc.offloads, n);
+	for (int i = 0; i < n; i++)
+		if (w[i] == 0 || dm_gaddr_node(w[i]) != 1)
+			ok = CHECK(0, "wlog %s: logged node %d is 0x%llx", bname, i, (unsigned long long) w[i]);
+	/* a stopped memnode: the offloaded insert times out, its outcome unknown */
+	kill(mn.pid, SIGSTOP);
+	rc = dm_tree_insert(t, dm_entry_make(77, 1), NULL);
+	kill(mn.pid, SIGCONT);
+	(void) dm_tree_written_nodes(t, &n, &overflow);
+	dm_tree_offload_counters(t, &oc);
+	CHECK(rc != DM_OK && rc != DM_ERR_FALLBACK && overflow && oc.lost_writes == 1,
+		  "wlog %s: an offloaded insert that timed out (%s) marks the write log lost", bname, dm_strerror(rc));
+	(void) dm_tree_written_nodes(t, &n, &overflow);
+	CHECK(!overflow && n == 0, "wlog %s: and the next list starts afresh", bname);
+	dm_tree_close(t);
+	dm_client_destroy(c);
+}
+
 int
 main(void)
 {
@@ -531,6 +642,8 @@ main(void)
 		run_cache(backends[i], names[i]);
 		run_fence(backends[i], names[i]);
 		run_auto(backends[i], names[i]);
+		run_sorted(backends[i], names[i]);
+		run_wlog(backends[i], names[i]);
 	}
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	run_declined();
