@@ -24,8 +24,8 @@ CREATE INDEX off_bt_v ON off_bt (v);
 
 -- inserts after the build: the flushes offload
 SELECT dmindex_offload_stats_reset();
-INSERT INTO off_dm SELECT g, (g * 104729) % 3000 FROM generate_series(15001, 25000) g;
-INSERT INTO off_bt SELECT g, (g * 104729) % 3000 FROM generate_series(15001, 25000) g;
+INSERT INTO off_dm SELECT g, (g::int8 * 104729) % 3000 FROM generate_series(15001, 25000) g;
+INSERT INTO off_bt SELECT g, (g::int8 * 104729) % 3000 FROM generate_series(15001, 25000) g;
 -- single-row transactions too (one entry per flush)
 INSERT INTO off_dm VALUES (25001, 17);
 INSERT INTO off_dm VALUES (25002, 2999);
