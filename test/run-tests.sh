@@ -10,7 +10,8 @@
 #      concurrent sessions in fixed interleavings on an instance configured
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
 #   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
-#      DROP DATABASE; each assertion counts.
+#      DROP DATABASE; each assertion counts.  The scan-pin tests (011, 017)
+#      run once more with dmindex.offload = always.
 #   5. fuzz (test/fuzz): each libFuzzer target for FUZZ_SECONDS (default 20)
 #      from its seed corpus; each target counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
@@ -93,6 +94,23 @@ if [ -n "$line" ]; then
     failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
 else
     echo "TAP tests printed no summary"
+    failed=$((failed + 1))
+fi
+rm -f "$tap_out"
+
+echo "== TAP: the scan-pin tests again with dmindex.offload = always"
+# forward scans then hold executor batches instead of leaf copies: VACUUM
+# must still wait for an index-only scan's pin over them (src/pg/dmscan.c);
+# PGOPTIONS reaches every session the tests open (psql, pgbench)
+tap_out=$(mktemp)
+PGOPTIONS='-c dmindex.offload=always' bash test/run-tap-tests.sh \
+    test/t/011_ios_vacuum_race.pl test/t/017_scan_pins.pl 2>&1 | tee "$tap_out"
+line=$(grep -E '^TAP tests: [0-9]+ passed, [0-9]+ failed' "$tap_out" | tail -n 1)
+if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | sed -E 's/^TAP tests: ([0-9]+) passed.*/\1/')))
+    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+else
+    echo "TAP tests (offload) printed no summary"
     failed=$((failed + 1))
 fi
 rm -f "$tap_out"
