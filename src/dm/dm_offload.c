@@ -46,11 +46,12 @@
  * which the executor does not.
  *
  * Sorted batches (the access method's insert buffer, VACUUM's deletes).
- * With "always" every entry is offered to the executor, one RPC each, and
- * those it declines go one-sided as one sorted batch.  With "auto" one
- * decision is taken per batch, at its first entry: a one-sided batch writes
- * each leaf once for all its entries, which a per-entry cost model would
- * not see, and deciding per entry costs a cache walk each.
+ * There is no batch RPC.  With "always" every entry is offered to the
+ * executor, one RPC each, and those it declines go one-sided as one sorted
+ * batch.  With "auto" a batch of one entry (a one-row transaction's flush)
+ * is decided like a single insert or delete; a longer batch goes one-sided:
+ * it locks and writes each leaf once for all its entries, which one RPC
+ * per entry beats only when every entry lies in a leaf of its own.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -625,9 +626,8 @@ dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	int			nrest = 0,
 				done = 0,
 				local_changed = 0,
-				ask = 1,
-				batch_offload = 0,
 				rc = DM_OK;
+	int			offer = !(o->mode == DM_OFFLOAD_AUTO && n > 1);
 	uint64_t	t0,
 				rt0;
 
@@ -637,25 +637,18 @@ dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 		return DM_OK;
 	if ((rest = malloc(sizeof(dm_entry) * (size_t) n)) == NULL)
 		return DM_ERR_NOMEM;
-	for (int i = 0; i < n; i++)
+	if (!offer)
+	{
+		/* auto, several entries: one-sided, each leaf written once for all its entries */
+		memcpy(rest, e, sizeof(dm_entry) * (size_t) n);
+		nrest = n;
+		o->ctr.decided_local++;
+	}
+	for (int i = 0; offer && i < n; i++)
 	{
 		dm_rpc_off_rep rep;
-		uint64_t	decided = o->ctr.decided_offload;
 
-		if (i == 1 && o->mode == DM_OFFLOAD_AUTO)
-		{
-			if (!batch_offload)
-			{
-				/* one-sided chosen (or nowhere to offload): the whole batch one-sided */
-				memcpy(rest + nrest, e + i, sizeof(dm_entry) * (size_t) (n - i));
-				nrest += n - i;
-				break;
-			}
-			ask = 0;			/* the first entry's decision is the batch's */
-		}
-		rc = offload_rpc(t, code, e[i], 1, e[i], 1, 0, &rep, NULL, ask);
-		if (i == 0)
-			batch_offload = o->ctr.decided_offload > decided;
+		rc = offload_rpc(t, code, e[i], 1, e[i], 1, 0, &rep, NULL, 1);
 		if (rc == DM_OK)
 		{
 			/* rep.done: the entry was there */

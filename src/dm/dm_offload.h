@@ -85,7 +85,8 @@ extern int	dm_offload_write(dm_tree *t, dm_entry e, int del, int *existed);
 /*
  * Hook of dm_tree_insert_sorted / dm_tree_delete_sorted: the entries the
  * policy offloads go one RPC each, the rest one-sided as one sorted batch
- * (always: every entry is offered; auto: one decision per batch).
+ * (always: every entry is offered; auto: a one-entry batch is decided like
+ * a single write, a longer one goes one-sided).
  */
 extern int	dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed);
 extern int	dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);

@@ -24,8 +24,9 @@
  *             is a memory access) it prefers one-sided reads;
  *   sorted    sorted batches (dm_tree_insert_sorted / delete_sorted, the
  *             access method's flushes and VACUUM's deletes) offloaded entry
- *             by entry with "always", one decision per batch with "auto":
- *             exact contents, changed counts, splits one-sided;
+ *             by entry with "always"; with "auto" only one-entry batches
+ *             may offload, longer ones go one-sided: exact contents,
+ *             changed counts, splits one-sided;
  *   wlog      write tracking (dm_tree_wlog.c, the WAL of hot standbys'
  *             caches): an offloaded write's nodes are in the list; one whose
  *             reply never came (the memnode stopped, the op timed out) marks
@@ -524,9 +525,12 @@ run_sorted(int backend, const char *bname)
 	dm_client  *c = connect_to(&mn, backend, NULL);
 	dm_tree    *t;
 	model		m = {0};
-	dm_offload_counters oc;
+	dm_offload_counters oc,
+				o20;
 	dm_entry	batch[512];
-	int			ok = 1;
+	int			ok = 1,
+				singles = 0,
+				multis = 0;
 	char		name[64];
 
 	snprintf(name, sizeof(name), "sorted-%s", bname);
@@ -542,10 +546,17 @@ run_sorted(int backend, const char *bname)
 					rc;
 
 		if (round == 20)
+		{
 			dm_tree_set_offload(t, DM_OFFLOAD_AUTO);
+			dm_tree_offload_counters(t, &o20);
+		}
+		if (round >= 20 && round % 3 == 1)
+			n = 1;				/* a one-row transaction's flush */
 		for (int i = 0; i < n; i++)
 			batch[i] = del && m.n > 0 ? m.e[rnd_below(m.n)] : dm_entry_make(rnd_below(20000), rnd_below(4));
 		n = sort_unique(batch, n);
+		if (round >= 20)
+			n == 1 ? singles++ : multis++;
 		for (int i = 0; i < n; i++)
 			want += del ? m_delete(&m, batch[i]) : m_insert(&m, batch[i]);
 		rc = del ? dm_tree_delete_sorted(t, batch, n, &changed) : dm_tree_insert_sorted(t, batch, n, &changed);
@@ -562,13 +573,49 @@ run_sorted(int backend, const char *bname)
 				  oc.offloads, oc.fallbacks);
 		}
 	}
+	dm_tree_offload_counters(t, &oc);	/* before the check's own (offloaded) scans */
 	CHECK(ok && same_as_model(t, &m, "sorted"), "sorted %s: 40 sorted batches (always, then auto) = model", bname);
-	dm_tree_offload_counters(t, &oc);
+	CHECK(oc.offloads - o20.offloads <= (uint64_t) singles &&
+		  oc.decided_local - o20.decided_local >= (uint64_t) multis,
+		  "sorted %s: auto: only one-entry batches offloaded (%" PRIu64 " of %d), %d longer ones one-sided",
+		  bname, oc.offloads - o20.offloads, singles, multis);
 	tap_diag("sorted %s: decided %" PRIu64 " offload / %" PRIu64 " one-sided", bname, oc.decided_offload,
 			 oc.decided_local);
 	m_free(&m);
 	dm_tree_destroy(t);
 	dm_client_destroy(c);
+}
+
+/* Stop process pid and wait until it is stopped (a thread already awake could still answer). */
+static int
+stop_process(pid_t pid)
+{
+	char		path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	kill(pid, SIGSTOP);
+	for (int i = 0; i < 2000; i++)
+	{
+		FILE	   *f = fopen(path, "r");
+		char		st = 0;
+
+		if (f)
+		{
+			/* "pid (comm) S ...": the state follows the last ')' */
+			char		buf[512];
+			size_t		n = fread(buf, 1, sizeof(buf) - 1, f);
+			char	   *p;
+
+			fclose(f);
+			buf[n] = 0;
+			if ((p = strrchr(buf, ')')) != NULL && p[1] == ' ')
+				st = p[2];
+		}
+		if (st == 'T' || st == 't')
+			return 1;
+		usleep(1000);
+	}
+	return 0;
 }
 
 /* The write log gets the executor's nodes; an unknown outcome marks it lost. */
@@ -607,7 +654,7 @@ run_wlog(int backend, const char *bname)
 		if (w[i] == 0 || dm_gaddr_node(w[i]) != 1)
 			ok = CHECK(0, "wlog %s: logged node %d is 0x%llx", bname, i, (unsigned long long) w[i]);
 	/* a stopped memnode: the offloaded insert times out, its outcome unknown */
-	kill(mn.pid, SIGSTOP);
+	CHECK(stop_process(mn.pid), "wlog %s: memnode stopped", bname);
 	rc = dm_tree_insert(t, dm_entry_make(77, 1), NULL);
 	kill(mn.pid, SIGCONT);
 	(void) dm_tree_written_nodes(t, &n, &overflow);
