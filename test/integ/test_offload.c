@@ -27,6 +27,10 @@
  *             by entry with "always"; with "auto" only one-entry batches
  *             may offload, longer ones go one-sided: exact contents,
  *             changed counts, splits one-sided;
+ *   owned     a partition map gives this instance half of the keys (the
+ *             access method's single-writer mode): without a cache nothing
+ *             is offloaded (the root is shared), with one only writes of
+ *             owned keys are, under owned subtrees; contents exact;
  *   wlog      write tracking (dm_tree_wlog.c, the WAL of hot standbys'
  *             caches): an offloaded write's nodes are in the list; one whose
  *             reply never came (the memnode stopped, the op timed out) marks
@@ -586,6 +590,91 @@ run_sorted(int backend, const char *bname)
 	dm_client_destroy(c);
 }
 
+/* Only what this instance owns is offloaded; shared nodes (the root) never. */
+static void
+run_owned(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_cache_config cfg = {1024, 512, DM_CACHE_DEX, 1000, 0};
+	size_t		len = dm_cache_shmem_size(&cfg);
+	void	   *mem = aligned_alloc(64, (len + 63) & ~(size_t) 63);
+	dm_cache   *cache = mem ? dm_cache_init(mem, len, &cfg) : NULL;
+	dm_tree    *t,
+			   *t2 = NULL;
+	dm_partition_map pm;
+	dm_tree_name tn;
+	dm_offload_counters oc;
+	model		m = {0};
+	char		name[64];
+	int			ok = 1;
+	uint64_t	owned_off;
+
+	snprintf(name, sizeof(name), "owned-%s", bname);
+	if (!CHECK(c && cache && (t = new_tree(c, name, 512)) != NULL, "owned %s: tree and a cache", bname))
+		return;
+	for (int i = 0; i < 4000 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 5, 0);
+
+		ok &= dm_tree_insert(t, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	memset(&pm, 0, sizeof(pm));
+	pm.n = 2;
+	pm.lo[0] = 0;
+	pm.lo[1] = 10000;
+	pm.instance[0] = 0;
+	pm.instance[1] = 1;
+	ok &= CHECK_STATUS(dm_tree_partitions_set(t, &pm), DM_OK, "owned %s: instance 0 owns [0, 10000)", bname);
+	dm_tree_name_named(&tn, name);
+	/* no cache: every offload would start at the root, which is shared */
+	ok &= dm_tree_open_existing(c, 1, &tn, &t2) == DM_OK && dm_tree_use_cache(t2, NULL, 0) == DM_OK;
+	dm_tree_write_any_key(t2, 1);
+	dm_tree_set_offload(t2, DM_OFFLOAD_ALWAYS);
+	for (int i = 0; i < 200 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 97 + 1, 1);	/* both ranges */
+
+		ok &= dm_tree_insert(t2, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(t2, &oc);
+	CHECK(ok && oc.offloads == 0 && oc.decided_offload == 0,
+		  "owned %s: without a cache nothing is offloaded from the shared root (%" PRIu64 ")", bname,
+		  oc.offloads);
+	dm_tree_close(t2);
+	/* with a cache: owned subtrees below the cached root are offloaded, only for owned keys */
+	ok &= dm_tree_open_existing(c, 1, &tn, &t2) == DM_OK && dm_tree_use_cache(t2, cache, 0) == DM_OK;
+	dm_tree_write_any_key(t2, 1);
+	dm_tree_set_offload(t2, DM_OFFLOAD_ALWAYS);
+	for (int i = 0; i < 300 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 31 + 2, 2);	/* owned: below 10000 */
+
+		ok &= dm_tree_insert(t2, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(t2, &oc);
+	owned_off = oc.offloads;
+	for (int i = 0; i < 300 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make(10000 + (uint64_t) i * 31 + 3, 3);	/* instance 1's */
+
+		ok &= dm_tree_insert(t2, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(t2, &oc);
+	CHECK(ok && owned_off > 0 && oc.offloads == owned_off,
+		  "owned %s: writes of owned keys offloaded (%" PRIu64 "), of instance 1's keys none (%" PRIu64 ")",
+		  bname, owned_off, oc.offloads - owned_off);
+	CHECK(same_as_model(t, &m, "owned"), "owned %s: contents = model", bname);
+	dm_tree_close(t2);
+	m_free(&m);
+	dm_tree_destroy(t);
+	dm_client_destroy(c);
+	free(mem);
+}
+
 /* Stop process pid and wait until it is stopped (a thread already awake could still answer). */
 static int
 stop_process(pid_t pid)
@@ -690,6 +779,7 @@ main(void)
 		run_fence(backends[i], names[i]);
 		run_auto(backends[i], names[i]);
 		run_sorted(backends[i], names[i]);
+		run_owned(backends[i], names[i]);
 		run_wlog(backends[i], names[i]);
 	}
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
