@@ -7,8 +7,11 @@
 -- a dmindex index and of a btree over the same rows, must give the same
 -- rows (in the same order where ordered), after inserts, updates, deletes
 -- and VACUUM; the server's counters (dmindex_offload_stats) must show that
--- each path offloaded, and dmindex_check must pass.
+-- each path offloaded — except over ucx, where nothing may be (the
+-- executor's atomics are not a NIC's: src/dm/dm_offload.c) — and
+-- dmindex_check must pass.
 --
+SELECT current_setting('dmindex.transport') = 'ucx' AS over_ucx \gset
 SET dmindex.offload = always;
 SHOW dmindex.offload;
 SELECT mode FROM dmindex_offload_stats();
@@ -31,9 +34,9 @@ INSERT INTO off_dm VALUES (25001, 17);
 INSERT INTO off_dm VALUES (25002, 2999);
 INSERT INTO off_bt VALUES (25001, 17);
 INSERT INTO off_bt VALUES (25002, 2999);
-SELECT offloads > 0 AS inserts_offloaded, decided_offload > 0 AS decided,
-       invalidated > 0 AS cached_copies_dropped, lost_writes = 0 AS none_lost,
-       rpcs >= offloads + fallbacks AS rpcs_counted, avg_rpc_us > 0 AS rpc_timed
+SELECT CASE WHEN :'over_ucx'::bool THEN offloads = 0 AND decided_offload = 0 AND rpcs = 0
+            ELSE offloads > 0 AND decided_offload > 0 AND invalidated > 0 AND avg_rpc_us > 0 END
+         AS inserts_offloaded, lost_writes = 0 AS none_lost, rpcs >= offloads + fallbacks AS rpcs_counted
 FROM dmindex_offload_stats();
 
 -- updates and deletes, then VACUUM: its deletes offload
@@ -43,7 +46,8 @@ DELETE FROM off_dm WHERE id % 11 = 0 OR v BETWEEN 1000 AND 1100;
 DELETE FROM off_bt WHERE id % 11 = 0 OR v BETWEEN 1000 AND 1100;
 SELECT dmindex_offload_stats_reset();
 VACUUM off_dm;
-SELECT offloads > 0 AS vacuum_deletes_offloaded, lost_writes = 0 AS none_lost
+SELECT CASE WHEN :'over_ucx'::bool THEN offloads = 0 ELSE offloads > 0 END AS vacuum_deletes_offloaded,
+       lost_writes = 0 AS none_lost
 FROM dmindex_offload_stats();
 VACUUM ANALYZE off_bt;
 ANALYZE off_dm;
@@ -75,7 +79,7 @@ INSERT INTO off_queries VALUES
 SELECT n, label, mode, c.*
 FROM off_queries, unnest(modes) AS mode, LATERAL dm_compare(q, ordered, mode, '{off_dm}', '{off_bt}') c
 ORDER BY n, mode;
-SELECT offloads > 0 AS scans_offloaded, fallbacks >= 0 AS fallbacks_counted
+SELECT CASE WHEN :'over_ucx'::bool THEN offloads = 0 ELSE offloads > 0 END AS scans_offloaded
 FROM dmindex_offload_stats();
 
 -- ---- a scrollable cursor: forward (batches) and backward (one-sided) in turn ------------

@@ -45,6 +45,12 @@
  * replica reads the removal horizon after every node (dm_tree_replica.c),
  * which the executor does not.
  *
+ * Not over ucx.  A memnode reached through UCX may be written by a NIC
+ * whose atomics are not atomic with the memnode CPU's (NAM paper §3): the
+ * executor's lock CAS and a client's NIC CAS on the same word could both
+ * succeed.  Until the executor's atomics go through the NIC too, nothing
+ * of a memnode this client reaches over ucx is offloaded.
+ *
  * Sorted batches (the access method's insert buffer, VACUUM's deletes).
  * There is no batch RPC.  With "always" every entry is offered to the
  * executor, one RPC each, and those it declines go one-sided as one sorted
@@ -367,14 +373,25 @@ invalidate_changed(dm_tree *t, const dm_rpc_off_rep *rep)
 	t->off->ctr.invalidated += rep->nchanged;
 }
 
+/* Whether this client reaches memnode mn through UCX (see the top of this file). */
+static int
+over_ucx(const dm_tree *t, uint16_t mn)
+{
+	dm_node_info ni;
+
+	for (int i = 0; i < dm_client_nnodes(t->c); i++)
+		if (dm_client_node_info(t->c, i, &ni) == DM_OK && ni.node_id == mn)
+			return ni.backend == DM_BACKEND_UCX;
+	return 0;
+}
+
 /*
  * One offload RPC from the start node for e.  DM_ERR_FALLBACK when the
- * policy says no (ask: consult it; else the caller decided already) or
- * the executor declined.
+ * policy says no or the executor declined.
  */
 static int
 offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
-			uint32_t max, dm_rpc_off_rep *rep, dm_entry *ents, int ask)
+			uint32_t max, dm_rpc_off_rep *rep, dm_entry *ents)
 {
 	struct dm_offload *o = t->off;
 	dm_rpc_off_req req;
@@ -400,7 +417,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] == mn)
 			pos = i;
-	if (pos < 0 || (ask && !decide(t, level, mn)))
+	if (pos < 0 || over_ucx(t, mn) || !decide(t, level, mn))
 		return DM_ERR_FALLBACK;
 
 	memset(&req, 0, sizeof(req));
@@ -514,7 +531,7 @@ int
 dm_offload_write(dm_tree *t, dm_entry e, int del, int *existed)
 {
 	dm_rpc_off_rep rep;
-	int			rc = offload_rpc(t, del ? DM_RPC_OFF_DELETE : DM_RPC_OFF_INSERT, e, 1, e, 1, 0, &rep, NULL, 1);
+	int			rc = offload_rpc(t, del ? DM_RPC_OFF_DELETE : DM_RPC_OFF_INSERT, e, 1, e, 1, 0, &rep, NULL);
 	uint64_t	t0,
 				rt0;
 
@@ -539,7 +556,7 @@ dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 	dm_rpc_off_rep rep;
 	dm_entry	ents[LOOKUP_MAX];
 	int			rc = offload_rpc(t, DM_RPC_OFF_LOOKUP, dm_entry_make(key, 0), 1,
-								 dm_entry_make(key, DM_TID_MAX), 1, LOOKUP_MAX, &rep, ents, 1);
+								 dm_entry_make(key, DM_TID_MAX), 1, LOOKUP_MAX, &rep, ents);
 	uint64_t	t0,
 				rt0;
 
@@ -576,7 +593,7 @@ dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_
 	if (t->off == NULL)
 		return DM_ERR_FALLBACK;
 	rc = offload_rpc(t, DM_RPC_OFF_SCAN, lo, lo_incl, hi, hi_incl,
-					 (uint32_t) (max < DM_OFF_MAX_ENTRIES ? max : DM_OFF_MAX_ENTRIES), &rep, out, 1);
+					 (uint32_t) (max < DM_OFF_MAX_ENTRIES ? max : DM_OFF_MAX_ENTRIES), &rep, out);
 	if (rc != DM_OK)
 		return rc;
 	*n = (int) rep.count;
@@ -648,7 +665,7 @@ dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	{
 		dm_rpc_off_rep rep;
 
-		rc = offload_rpc(t, code, e[i], 1, e[i], 1, 0, &rep, NULL, 1);
+		rc = offload_rpc(t, code, e[i], 1, e[i], 1, 0, &rep, NULL);
 		if (rc == DM_OK)
 		{
 			/* rep.done: the entry was there */
