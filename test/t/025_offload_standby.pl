@@ -8,7 +8,11 @@
 # primary's write log names the nodes the executor changed (dm_offload.c
 # adds them; dmwal.c logs the list before the commit record).  And the
 # primary's own cache must drop its copies of those nodes, or its next
-# scan reads a stale leaf.
+# scan reads a stale leaf.  (While both servers use one partition map the
+# primary offloads only into its own ranges and the standby caches only
+# leaves of its own, so a missing record would not show in the standby's
+# answers here — it matters once a range moves to the primary, docs/design.md
+# §8 — hence the WAL itself is read.)
 #
 #   wal      one-row transactions into the primary's range, with room in
 #            their leaves: most are offloaded (counters), and every one of
