@@ -6,6 +6,11 @@
 -- indexes go through a cache that evicts; here we check that it is really
 -- used and that a cached index answers like btree while rows change.
 --
+-- Offloading is off here (the suite also runs with dmindex.offload =
+-- always): an offloaded operation runs on the memnode past the first
+-- cache miss and never reads through the cache, whose counters this test
+-- measures (am_offload tests offloading).
+SET dmindex.offload = off;
 
 SELECT policy, capacity_frames BETWEEN 64 AND 200 AS small_cache, frame_size
 FROM dmindex_cache_stats();

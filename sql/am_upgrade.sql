@@ -17,6 +17,7 @@ FROM pg_extension WHERE extname = 'dmindex';
 \set members 'SELECT md5(string_agg(m, E''\n'' ORDER BY m)) AS digest, count(*) AS n FROM (SELECT pg_describe_object(d.classid, d.objid, d.objsubid) || coalesce('' | '' || pg_get_function_result(p.oid) || '' | '' || p.provolatile::text || p.proparallel::text || p.proisstrict::text || '' | '' || p.prosrc || '' | '' || coalesce(p.proacl::text, ''-''), '''') AS m FROM pg_depend d LEFT JOIN pg_proc p ON d.classid = ''pg_proc''::regclass AND p.oid = d.objid WHERE d.refclassid = ''pg_extension''::regclass AND d.deptype = ''e'' AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = ''dmindex'')) s'
 
 CREATE DATABASE dm_upgrade_old;
+CREATE DATABASE dm_upgrade_mid;
 CREATE DATABASE dm_upgrade_new;
 
 -- ---- a database at 0.1 with an index, then updated ----------------------
@@ -44,6 +45,29 @@ SELECT * FROM dmindex_check('up_v', true);
 :members \gset old_
 DROP TABLE up;
 
+-- ---- a database at 0.2, updated: 0.3 adds the offload counters -----------
+\c dm_upgrade_mid
+CREATE EXTENSION dmindex VERSION '0.2';
+SELECT count(*) AS has_offload_stats FROM pg_proc WHERE proname = 'dmindex_offload_stats';
+CREATE TABLE up (id int, v int8);
+INSERT INTO up SELECT g, g % 100 FROM generate_series(1, 2000) g;
+CREATE INDEX up_v ON up USING dmindex (v);
+ALTER EXTENSION dmindex UPDATE;
+SELECT extversion = dmindex_version() AS updated
+FROM pg_extension WHERE extname = 'dmindex';
+SELECT count(*) AS has_offload_stats FROM pg_proc WHERE proname = 'dmindex_offload_stats';
+SET dmindex.offload = always;
+SELECT dmindex_offload_stats_reset();
+INSERT INTO up SELECT g, g % 100 FROM generate_series(2001, 2500) g;
+-- (over ucx nothing is offloaded: src/dm/dm_offload.c)
+SELECT mode, CASE WHEN current_setting('dmindex.transport') = 'ucx' THEN offloads = 0 ELSE offloads > 0 END
+         AS offloaded
+FROM dmindex_offload_stats();
+RESET dmindex.offload;
+SELECT * FROM dmindex_check('up_v', true);
+:members \gset mid_
+DROP TABLE up;
+
 -- ---- a fresh install at the default version ------------------------------
 \c dm_upgrade_new
 CREATE EXTENSION dmindex;
@@ -53,7 +77,9 @@ FROM pg_extension WHERE extname = 'dmindex';
 
 SELECT :'old_digest' = :'new_digest' AS same_objects,
        :old_n = :new_n AS same_count, :new_n > 50 AS has_members;
+SELECT :'mid_digest' = :'new_digest' AS same_objects_from_02, :mid_n = :new_n AS same_count_from_02;
 
 \c :regress_db
 DROP DATABASE dm_upgrade_old;
+DROP DATABASE dm_upgrade_mid;
 DROP DATABASE dm_upgrade_new;

@@ -120,11 +120,16 @@ run_regress_suite() {
         region=(--ucx)
         transport_conf="dmindex.transport = 'ucx'"
     fi
+    # REGRESS_OFFLOAD=always|auto|off: the suite's server runs with that dmindex.offload
+    local offload_conf=""
+    if [ -n "${REGRESS_OFFLOAD:-}" ]; then
+        offload_conf="dmindex.offload = '$REGRESS_OFFLOAD'"
+    fi
     if ! start_memnode "$work" "$mport" --size 256M "${region[@]}" --chunk-size 1M --fresh-region; then
         suite_failed=1
         return
     fi
-    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n%s\n" "$mport" "$transport_conf"
+    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n%s\n%s\n" "$mport" "$transport_conf" "$offload_conf"
       cat "$ROOT/test/regress.conf"; } >"$work/regress.conf"
     chown "$DM_USER" "$work/regress.conf"
     # shellcheck disable=SC2046

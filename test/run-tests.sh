@@ -5,13 +5,14 @@
 #      and shm, robustness, failure; each assertion counts.
 #      The same again built with -fsanitize=address,undefined (build/asan).
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
-#      (run twice: as configured, and over the ucx transport, UCX_TLS=posix)
-#      memnode; each test file counts.
+#      memnode; each test file counts.  Run three times: as configured, over
+#      the ucx transport (UCX_TLS=posix), and with dmindex.offload = always.
 #   3. isolation (test/isolation/specs, expected/): pg_isolation_regress runs
 #      concurrent sessions in fixed interleavings on an instance configured
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
 #   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
-#      DROP DATABASE; each assertion counts.
+#      DROP DATABASE; each assertion counts.  The scan-pin tests (011, 017)
+#      run once more with dmindex.offload = always.
 #   5. fuzz (test/fuzz): each libFuzzer target for FUZZ_SECONDS (default 20)
 #      from its seed corpus; each target counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
@@ -90,6 +91,15 @@ REGRESS_TRANSPORT=ucx UCX_TLS=${REGRESS_UCX_TLS:-posix} \
 passed=$((passed + suite_passed))
 failed=$((failed + suite_failed))
 
+echo "== pg_regress with dmindex.offload = always"
+# the same suite once more, every index operation offered to the memnode's
+# offload executor at its first node cache miss (DEX §6; src/pg/dmoffload.c)
+REGRESS_OFFLOAD=always \
+    run_regress_suite regress-offload "$PGXS_TEST/regress/pg_regress" \
+    "$((REGRESS_MEMNODE_PORT + 3))" "$((REGRESS_PG_PORT + 3))" test/regress-schedule sql expected
+passed=$((passed + suite_passed))
+failed=$((failed + suite_failed))
+
 echo "== isolation (concurrent sessions in a fixed interleaving)"
 run_regress_suite isolation "$PGXS_TEST/isolation/pg_isolation_regress" \
     "$((REGRESS_MEMNODE_PORT + 1))" "$((REGRESS_PG_PORT + 1))" \
@@ -101,6 +111,23 @@ echo "== TAP tests (several servers, crashes, restarts)"
 tap_out=$(mktemp)
 bash test/run-tap-tests.sh 2>&1 | tee "$tap_out"
 add_summary "TAP tests" "$tap_out" "TAP tests printed no summary"
+rm -f "$tap_out"
+
+echo "== TAP: the scan-pin tests again with dmindex.offload = always"
+# forward scans then hold executor batches instead of leaf copies: VACUUM
+# must still wait for an index-only scan's pin over them (src/pg/dmscan.c);
+# PGOPTIONS reaches every session the tests open (psql, pgbench)
+tap_out=$(mktemp)
+PGOPTIONS='-c dmindex.offload=always' bash test/run-tap-tests.sh \
+    test/t/011_ios_vacuum_race.pl test/t/017_scan_pins.pl 2>&1 | tee "$tap_out"
+line=$(grep -E '^TAP tests: [0-9]+ passed, [0-9]+ failed' "$tap_out" | tail -n 1)
+if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | sed -E 's/^TAP tests: ([0-9]+) passed.*/\1/')))
+    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+else
+    echo "TAP tests (offload) printed no summary"
+    failed=$((failed + 1))
+fi
 rm -f "$tap_out"
 
 echo "== fuzz (libFuzzer: frame decoder, batch validation, handshake)"

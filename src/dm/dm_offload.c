@@ -33,9 +33,31 @@
  * the change.  A remote read another process did before the executor's
  * write and admits after that drop could still leave a stale copy: the
  * generation check of dm_cache_invalidate_nodes (key ranges branch) closes
- * that; invalidate_changed() is the one place to switch to it.  A stale
- * owned copy cannot corrupt the tree either way: a write from it fails its
- * version guard (dm_tree_io.c) and is redone from a fresh read.
+ * that, and invalidate_changed() uses it.  A stale owned copy cannot
+ * corrupt the tree either way: a write from it fails its version guard
+ * (dm_tree_io.c) and is redone from a fresh read.
+ *
+ * Other instances' caches (hot standbys: src/pg/dmwal.c) learn of writes
+ * from the handle's write log (dm_tree_wlog.c): the nodes the executor
+ * wrote are added to it, and a write whose reply never came (the executor
+ * may have written or not) marks the log lost, so the whole tree is
+ * invalidated.  Replica handles offload nothing, reads included: a
+ * replica reads the removal horizon after every node (dm_tree_replica.c),
+ * which the executor does not.
+ *
+ * Not over ucx.  A memnode reached through UCX may be written by a NIC
+ * whose atomics are not atomic with the memnode CPU's (NAM paper §3): the
+ * executor's lock CAS and a client's NIC CAS on the same word could both
+ * succeed.  Until the executor's atomics go through the NIC too, nothing
+ * of a memnode this client reaches over ucx is offloaded.
+ *
+ * Sorted batches (the access method's insert buffer, VACUUM's deletes).
+ * There is no batch RPC.  With "always" every entry is offered to the
+ * executor, one RPC each, and those it declines go one-sided as one sorted
+ * batch.  With "auto" a batch of one entry (a one-row transaction's flush)
+ * is decided like a single insert or delete; a longer batch goes one-sided:
+ * it locks and writes each leaf once for all its entries, which one RPC
+ * per entry beats only when every entry lies in a leaf of its own.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +173,14 @@ void
 dm_offload_free(struct dm_offload *o)
 {
 	free(o);
+}
+
+void
+dm_tree_offload_counters_take(dm_tree *t, dm_offload_counters *out)
+{
+	dm_tree_offload_counters(t, out);
+	if (t->off)
+		memset(&t->off->ctr, 0, sizeof(t->off->ctr));
 }
 
 void
@@ -270,12 +300,16 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 	dm_gaddr	addr;
 	int			want = -1;
 	int			rc;
+	/* the root covers every key: owned only if this instance owns them all */
+	int			root_owned = dm_tree_owns_all(t);
 
 	if (t->root == 0 && (rc = dm_tree_read_root(t, &addr)) != DM_OK)
 		return rc;
 	addr = t->root;
 	if (c == NULL)
 	{
+		if (!root_owned)
+			return DM_ERR_FALLBACK;
 		*start = addr;
 		/* the root we know may have grown since its level was learnt */
 		*level = t->off->root_addr == addr ? t->off->root_level : -1;
@@ -294,7 +328,7 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 
 		if (f == DM_FRAME_NONE)
 		{
-			if (!io)
+			if (!io && (depth > 0 || root_owned))
 			{
 				*start = addr;
 				*level = want;
@@ -322,21 +356,33 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 }
 
 /*
- * Drop the cached copies of the nodes the executor wrote.  With the key
- * ranges branch this becomes one dm_cache_invalidate_nodes() call, whose
- * generation check also stops a copy read before the write from being
- * admitted after this.
+ * The nodes the executor wrote: into the write log, and out of the cache
+ * (dm_cache_invalidate_nodes, whose generation check also stops a copy read
+ * before the write from being admitted after this).
  */
 static void
 invalidate_changed(dm_tree *t, const dm_rpc_off_rep *rep)
 {
-	if (t->cache == NULL)
-		return;
+	/* other instances' caches: the write log names them (WAL for standbys) */
 	for (uint32_t i = 0; i < rep->nchanged; i++)
-	{
-		dm_cache_invalidate(t->cache, t->ctag, rep->changed[i]);
-		t->off->ctr.invalidated++;
-	}
+		dm_tree_wlog_add(t, rep->changed[i]);
+	if (t->cache == NULL || rep->nchanged == 0)
+		return;
+	/* the generation first: a copy read before the write is not admitted after this */
+	(void) dm_cache_invalidate_nodes(t->cache, t->ctag, rep->changed, (int) rep->nchanged);
+	t->off->ctr.invalidated += rep->nchanged;
+}
+
+/* Whether this client reaches memnode mn through UCX (see the top of this file). */
+static int
+over_ucx(const dm_tree *t, uint16_t mn)
+{
+	dm_node_info ni;
+
+	for (int i = 0; i < dm_client_nnodes(t->c); i++)
+		if (dm_client_node_info(t->c, i, &ni) == DM_OK && ni.node_id == mn)
+			return ni.backend == DM_BACKEND_UCX;
+	return 0;
 }
 
 /*
@@ -362,7 +408,8 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	size_t		cap = sizeof(*rep) + (size_t) max * sizeof(dm_entry);
 	uint8_t    *rbuf;
 
-	if (o->local || t->replica || (write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
+	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica ||
+		(write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
 		return DM_ERR_FALLBACK;
 	if ((rc = find_start(t, lo, &start, &level)) != DM_OK)
 		return rc;
@@ -370,7 +417,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] == mn)
 			pos = i;
-	if (pos < 0 || !decide(t, level, mn))
+	if (pos < 0 || over_ucx(t, mn) || !decide(t, level, mn))
 		return DM_ERR_FALLBACK;
 
 	memset(&req, 0, sizeof(req));
@@ -403,7 +450,19 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	t0 = now_ns();
 	rc = dm_client_rpc(t->c, mn, code, &req, sizeof(req), rbuf, sizeof(*rep), (uint32_t) cap, &got);
 	if (rc == DM_OK || rc == DM_ERR_FALLBACK)
-		ewma(&o->rpc_ns, now_ns() - t0);
+	{
+		uint64_t	ns = now_ns() - t0;
+
+		ewma(&o->rpc_ns, ns);
+		o->ctr.rpc_ns_total += ns;
+		o->ctr.rpcs++;
+	}
+	/* a write whose outcome is unknown: any node of the subtree may have changed */
+	if (write && rc != DM_OK && rc != DM_ERR_FALLBACK)
+	{
+		dm_tree_wlog_lost(t);
+		o->ctr.lost_writes++;
+	}
 	if (f != DM_FRAME_NONE)
 		dm_cache_admit_abort(t->cache, f);
 	if (rc != DM_OK)
@@ -422,6 +481,11 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		rep->nchanged > DM_OFF_MAX_CHANGED)
 	{
 		free(rbuf);
+		if (write)
+		{
+			dm_tree_wlog_lost(t);
+			o->ctr.lost_writes++;
+		}
 		return dm_tree_fail(t, DM_ERR_PROTOCOL, "malformed reply to an offloaded operation");
 	}
 	if (ents)
@@ -454,7 +518,13 @@ local_sample(dm_tree *t, uint64_t t0, uint64_t rt0)
 	uint64_t	rts = round_trips(t) - rt0;
 
 	if (rts > 0)
-		ewma(&t->off->read_ns, (now_ns() - t0) / rts);
+	{
+		uint64_t	ns = now_ns() - t0;
+
+		ewma(&t->off->read_ns, ns / rts);
+		t->off->ctr.read_ns_total += ns;
+		t->off->ctr.reads += rts;
+	}
 }
 
 int
@@ -510,32 +580,40 @@ dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 }
 
 int
+dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
+					  dm_entry *out, int max, int *n, int *more, dm_entry *resume)
+{
+	dm_rpc_off_rep rep;
+	int			rc;
+
+	*n = 0;
+	*more = 0;
+	if (max <= 0)
+		return DM_ERR_INVALID;
+	if (t->off == NULL)
+		return DM_ERR_FALLBACK;
+	rc = offload_rpc(t, DM_RPC_OFF_SCAN, lo, lo_incl, hi, hi_incl,
+					 (uint32_t) (max < DM_OFF_MAX_ENTRIES ? max : DM_OFF_MAX_ENTRIES), &rep, out);
+	if (rc != DM_OK)
+		return rc;
+	*n = (int) rep.count;
+	*more = rep.done == 1 ? 0 : rep.done == DM_OFF_RESUME_INCL ? DM_OFF_RESUME_INCL : 1;
+	resume->key = rep.resume.key;
+	resume->tid = rep.resume.tid;
+	return DM_OK;
+}
+
+int
 dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 					 dm_entry *out, int max, int *n, int *more, dm_entry *resume)
 {
-	dm_rpc_off_rep rep;
-	int			rc = DM_ERR_FALLBACK;
+	int			rc = dm_offload_scan_batch(t, lo, lo_incl, hi, hi_incl, out, max, n, more, resume);
 	dm_range	r = {lo, lo_incl, hi, hi_incl, 0};
 	dm_iter    *it;
 	dm_entry	e;
 	uint64_t	t0,
 				rt0;
 
-	*n = 0;
-	*more = 0;
-	if (max <= 0)
-		return DM_ERR_INVALID;
-	if (t->off)
-		rc = offload_rpc(t, DM_RPC_OFF_SCAN, lo, lo_incl, hi, hi_incl,
-						 (uint32_t) (max < DM_OFF_MAX_ENTRIES ? max : DM_OFF_MAX_ENTRIES), &rep, out);
-	if (rc == DM_OK)
-	{
-		*n = (int) rep.count;
-		*more = rep.done == 1 ? 0 : rep.done == DM_OFF_RESUME_INCL ? DM_OFF_RESUME_INCL : 1;
-		resume->key = rep.resume.key;
-		resume->tid = rep.resume.tid;
-		return DM_OK;
-	}
 	if (rc != DM_ERR_FALLBACK)
 		return rc;
 	t0 = now_ns();
@@ -554,4 +632,64 @@ dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_i
 	if (t->off)
 		local_sample(t, t0, rt0);
 	return rc == 0 ? DM_OK : -rc;
+}
+
+int
+dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
+{
+	struct dm_offload *o = t->off;
+	uint32_t	code = del ? DM_RPC_OFF_DELETE : DM_RPC_OFF_INSERT;
+	dm_entry   *rest;
+	int			nrest = 0,
+				done = 0,
+				local_changed = 0,
+				rc = DM_OK;
+	int			offer = !(o->mode == DM_OFFLOAD_AUTO && n > 1);
+	uint64_t	t0,
+				rt0;
+
+	if (changed)
+		*changed = 0;
+	if (n <= 0)
+		return DM_OK;
+	if ((rest = malloc(sizeof(dm_entry) * (size_t) n)) == NULL)
+		return DM_ERR_NOMEM;
+	if (!offer)
+	{
+		/* auto, several entries: one-sided, each leaf written once for all its entries */
+		memcpy(rest, e, sizeof(dm_entry) * (size_t) n);
+		nrest = n;
+		o->ctr.decided_local++;
+	}
+	for (int i = 0; offer && i < n; i++)
+	{
+		dm_rpc_off_rep rep;
+
+		rc = offload_rpc(t, code, e[i], 1, e[i], 1, 0, &rep, NULL);
+		if (rc == DM_OK)
+		{
+			/* rep.done: the entry was there */
+			if (rep.done ? del : !del)
+				done++;
+			continue;
+		}
+		if (rc != DM_ERR_FALLBACK)
+			break;
+		rc = DM_OK;
+		rest[nrest++] = e[i];
+	}
+	if (rc == DM_OK && nrest > 0)
+	{
+		o->local = 1;
+		t0 = now_ns();
+		rt0 = round_trips(t);
+		rc = del ? dm_tree_delete_sorted(t, rest, nrest, &local_changed)
+			: dm_tree_insert_sorted(t, rest, nrest, &local_changed);
+		local_sample(t, t0, rt0);
+		o->local = 0;
+	}
+	free(rest);
+	if (changed)
+		*changed = done + local_changed;
+	return rc;
 }

@@ -59,11 +59,22 @@ typedef struct dm_offload_counters
 	uint64_t	explored;		/* of those, the contrary choice taken to refresh estimates */
 	uint64_t	load_reports;	/* DM_RPC_OFF_LOAD calls */
 	uint64_t	invalidated;	/* cached nodes dropped because the executor wrote them */
+	uint64_t	lost_writes;	/* offloaded writes whose outcome is unknown (RPC failed) */
+	uint64_t	rpc_ns_total;	/* time spent in offload RPCs, */
+	uint64_t	rpcs;			/* ... over this many of them */
+	uint64_t	read_ns_total;	/* time spent in timed one-sided paths, */
+	uint64_t	reads;			/* ... over this many round trips */
 	uint64_t	rpc_ns_avg;		/* moving average of an offload's latency */
 	uint64_t	read_ns_avg;	/* ... of one remote node read (one-sided) */
 	uint64_t	memnode_busy_pct;	/* the memnode's executor busy ratio last seen */
 } dm_offload_counters;
 extern void dm_tree_offload_counters(const dm_tree *t, dm_offload_counters *out);
+/*
+ * The same, then zero the counts (not the averages, the busy ratio or the
+ * estimates the policy uses): for callers that add every handle's counts
+ * into one total (PostgreSQL's shared counters, src/pg/dmoffload.c).
+ */
+extern void dm_tree_offload_counters_take(dm_tree *t, dm_offload_counters *out);
 
 /*
  * Hooks of the public operations (dm_tree.c, dm_tree_scan.c): try the
@@ -71,6 +82,13 @@ extern void dm_tree_offload_counters(const dm_tree *t, dm_offload_counters *out)
  * said so, or the executor declined), any other status is the result.
  */
 extern int	dm_offload_write(dm_tree *t, dm_entry e, int del, int *existed);
+/*
+ * Hook of dm_tree_insert_sorted / dm_tree_delete_sorted: the entries the
+ * policy offloads go one RPC each, the rest one-sided as one sorted batch
+ * (always: every entry is offered; auto: a one-entry batch is decided like
+ * a single write, a longer one goes one-sided).
+ */
+extern int	dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed);
 extern int	dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
 /*
  * Up to max entries of [lo, hi] from lo upward in one offload where
@@ -80,5 +98,13 @@ extern int	dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, 
  */
 extern int	dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 								 dm_entry *out, int max, int *n, int *more, dm_entry *resume);
+/*
+ * The same, but only offloaded: DM_ERR_FALLBACK (nothing read) when the
+ * policy chose one-sided reads or the executor declined, so that a caller
+ * with its own iterator (src/pg/dmscan.c) goes on with it instead of one
+ * opened per batch.  n may be 0 with *more set (nothing on this memnode).
+ */
+extern int	dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
+								  dm_entry *out, int max, int *n, int *more, dm_entry *resume);
 
 #endif							/* DM_OFFLOAD_H */

@@ -1047,12 +1047,16 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 int
 dm_tree_insert_sorted(dm_tree *t, const dm_entry *e, int n, int *changed)
 {
+	if (dm_offload_wanted(t))
+		return dm_offload_sorted(t, e, n, 0, changed);
 	return apply_entries(t, e, n, 0, changed);
 }
 
 int
 dm_tree_delete_sorted(dm_tree *t, const dm_entry *e, int n, int *changed)
 {
+	if (dm_offload_wanted(t))
+		return dm_offload_sorted(t, e, n, 1, changed);
 	return apply_entries(t, e, n, 1, changed);
 }
 

@@ -355,8 +355,10 @@ extern int	dm_tree_owns_all(const dm_tree *t);
  * new, repaired, a new root) is remembered; dm_tree_written_nodes returns
  * them sorted without duplicates and starts a new list (the array is the
  * handle's, valid until its next call).  *overflow is set when more than
- * DM_TREE_WLOG_MAX were written: the list is then incomplete and the
- * caller must invalidate the whole tree instead.
+ * DM_TREE_WLOG_MAX were written, or an offloaded write's outcome is unknown
+ * (dm_offload.h): the list is then incomplete and the caller must
+ * invalidate the whole tree instead.  Nodes an offload executor wrote for
+ * this handle are in the list too.
  */
 #define DM_TREE_WLOG_MAX 65536
 extern void dm_tree_track_writes(dm_tree *t, int on);

@@ -202,6 +202,8 @@ extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 
 /* dm_tree_wlog.c */
 extern void dm_tree_wlog_add(dm_tree *t, dm_gaddr addr);
+/* A write whose nodes are not known (an offload whose outcome is unknown): the list is incomplete. */
+extern void dm_tree_wlog_lost(dm_tree *t);
 extern void dm_tree_wlog_free(dm_tree *t);
 /*
  * Meta words of the catalog entry (word k at meta_addr + 8 * (k - 1)):

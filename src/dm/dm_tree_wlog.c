@@ -3,6 +3,12 @@
  * tracking), so that compute instances whose caches this handle's writes
  * bypass can drop their copies: PostgreSQL's primary WAL-logs the list at
  * every flush and its hot standbys' redo invalidates those nodes.
+ *
+ * Offloaded writes (dm_offload.c) land through the memnode's executor, not
+ * this handle's batches: their nodes come back in the reply and are added
+ * here; one whose reply never came (RPC failure, timeout: the executor may
+ * have written anything of the subtree or nothing) marks the list lost,
+ * which the caller treats like an overflow (the whole tree).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +46,13 @@ dm_tree_wlog_add(dm_tree *t, dm_gaddr addr)
 		t->wlog_cap = cap;
 	}
 	t->wlog[t->wlog_n++] = addr;
+}
+
+void
+dm_tree_wlog_lost(dm_tree *t)
+{
+	if (t->wlog_on)
+		t->wlog_overflow = 1;
 }
 
 static int

@@ -179,6 +179,14 @@ extern void dmindex_partition_init(void);	/* GUCs, from _PG_init */
 /* Re-read the index's partition map if *last_check is older than the interval. */
 extern void dmindex_partitions_maybe_refresh(Relation index, dm_tree *tree, TimestampTz *last_check);
 
+/* dmoffload.c */
+extern int	dmindex_offload;	/* dmindex.offload: a dm_offload_mode */
+extern void dmindex_offload_init(void);	/* GUC, shared counters; from _PG_init */
+/* Make the tree's handle offload as dmindex.offload says (never a standby's). */
+extern void dmindex_offload_apply(dm_tree *tree);
+/* Add the handle's offload counts to this server's totals. */
+extern void dmindex_offload_publish(dm_tree *tree);
+
 /* dmwal.c */
 extern void dmindex_wal_init(void);	/* the resource manager, shared memory; from _PG_init */
 /* Before a remote write: the first writer after a start logs "drop everything" for standbys. */

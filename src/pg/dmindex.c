@@ -160,6 +160,7 @@ _PG_init(void)
 	dmindex_partition_init();
 	dmindex_claim_init();
 	dmindex_wal_init();
+	dmindex_offload_init();
 	dmindex_gc_worker_init();
 	dmindex_scanpin_init();
 

@@ -371,9 +371,11 @@ flush_index(PendingIndex *p, bool at_commit)
 		dmindex_before_remote_write(index, tree, XactLastRecEnd);
 
 		dmindex_wal_before_write();
+		/* offloaded where dmindex.offload says so (dm_offload_sorted) */
 		rc = dm_tree_insert_sorted(tree, p->entries, ready, NULL);
 		/* before the commit record, also after a failure (nodes may have been written) */
 		dmindex_wal_log_written(index, tree);
+		dmindex_offload_publish(tree);
 		if (rc != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		memmove(p->entries, p->entries + ready, sizeof(dm_entry) * (p->n - ready));

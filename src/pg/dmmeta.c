@@ -527,6 +527,7 @@ dmindex_open_tree(Relation index)
 		/* both cheap (shared memory, a clock read) until a lease or the interval runs out */
 		dmindex_claim_check(client, meta.home);
 		dmindex_partitions_maybe_refresh(index, e->tree, &e->map_checked);
+		dmindex_offload_apply(e->tree);	/* dmindex.offload may have changed (dmoffload.c) */
 		return e->tree;
 	}
 	forget_cached(e);
@@ -652,5 +653,6 @@ dmindex_open_tree(Relation index)
 	e->client_generation = dmindex_client_generation();
 	/* who writes the tree: this server, a promoted one taking it over, or another */
 	dmindex_writer_check(index, e->tree);
+	dmindex_offload_apply(e->tree);
 	return e->tree;
 }

@@ -8,6 +8,16 @@
  * the current leaf, like nbtree's BTScanPosData) and this transaction's own
  * entries that are still in the insert buffer (dminsert.c), which no other
  * backend can see yet but this transaction must.
+ *
+ * Offloading (dmindex.offload, dmoffload.c).  A forward stream asks the
+ * memnode's executor for batches of entries (dm_offload_scan_batch: one
+ * RPC follows the leaves of the range on the memnode's CPU), 64 first, then
+ * four times more each time up to 4096 (a bitmap scan asks for 4096 at
+ * once), so a LIMIT reads little.  When the policy chooses one-sided reads
+ * or the executor declines, the stream goes on with an iterator from where
+ * the batches stopped.  Backward streams always use the iterator.  A batch
+ * is a copy like the iterator's leaf: the pin covers it up to its last
+ * entry, so VACUUM waits for it as for a leaf copy.
  */
 #include "postgres.h"
 
@@ -22,7 +32,10 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "dm_offload.h"
 #include "dmam.h"
+
+#define BATCH_FIRST 64			/* entries of a stream's first offloaded batch */
 
 /*
  * DmScanOpaqueData — the state of one scan.
@@ -32,6 +45,10 @@
  *				match (then nothing is read at all)
  *	iter		remote iterator over range in the current direction, opened
  *				lazily; NULL once exhausted or before the first call
+ *	batching	the remote stream is offloaded batches instead (forward
+ *				only): batch[bpos..nbatch) are left of the last one, brest is
+ *				the range not fetched yet (bmore: there is some), bwant the
+ *				size to ask for next, bcap the room in batch
  *	rnext		lookahead: the remote stream's next entry (has_rnext)
  *	pend		a copy of the transaction's buffered entries inside range
  *				(sorted), npend of them; ppos is the next one to merge in the
@@ -58,6 +75,14 @@ typedef struct DmScanOpaqueData
 	dm_range	range;
 	bool		range_ok;
 	dm_iter    *iter;
+	bool		batching;
+	dm_range	brest;
+	bool		bmore;
+	dm_entry   *batch;
+	int			bcap;
+	int			nbatch;
+	int			bpos;
+	int			bwant;
 	bool		has_rnext;
 	dm_entry	rnext;
 	bool		remote_done;
@@ -95,6 +120,9 @@ close_streams(DmScanOpaque so)
 	if (so->iter)
 		dm_iter_close(so->iter);
 	so->iter = NULL;
+	so->batching = false;
+	so->bmore = false;
+	so->nbatch = so->bpos = 0;
 	/* no copy held any more: nothing for VACUUM to wait for */
 	if (so->pin)
 		dmindex_pin_set(so->pin, DM_ENTRY_INF, DM_ENTRY_MIN);
@@ -170,6 +198,8 @@ pin_narrow(DmScanOpaque so)
 		return;
 	if (so->iter && dm_iter_copy_bound(so->iter, &to))
 		;
+	else if (so->batching && so->bpos < so->nbatch)
+		to = so->batch[so->nbatch - 1]; /* forward: the batch's last entry */
 	else if (so->has_rnext)
 		to = so->rnext;
 	else
@@ -228,9 +258,20 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 		MemoryContextSwitchTo(old);
 	}
 	pin_widen(so, &r);
-	rc = dm_iter_open(so->tree, &r, &so->iter);
-	if (rc != DM_OK)
-		dmindex_tree_error(scan->indexRelation, so->tree, rc);
+	if (!r.backward && !so->standby && dm_tree_get_offload(so->tree) != DM_OFFLOAD_OFF)
+	{
+		/* batches from the executor, fetched by next_entry (fetch_batch) */
+		so->batching = true;
+		so->brest = r;
+		so->bmore = true;
+		so->bwant = BATCH_FIRST;
+	}
+	else
+	{
+		rc = dm_iter_open(so->tree, &r, &so->iter);
+		if (rc != DM_OK)
+			dmindex_tree_error(scan->indexRelation, so->tree, rc);
+	}
 	/* a standby: did the primary remove entries our snapshot needs? (dmstandby.c) */
 	if (so->standby)
 		dmindex_check_removal_horizon(scan->indexRelation, so->tree, scan->xs_snapshot);
@@ -245,6 +286,70 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 				so->pend[so->npend++] = pend[i];
 	}
 	so->ppos = r.backward ? so->npend - 1 : 0;
+}
+
+/*
+ * The next offloaded batch of the forward stream; if the policy chose
+ * one-sided reads or the executor declined, an iterator over the rest
+ * instead.  (The pin covers the rest of the range: next_entry widened it.)
+ */
+static void
+fetch_batch(IndexScanDesc scan)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+	int			n,
+				more,
+				rc;
+	dm_entry	resume;
+
+	if (so->bcap < so->bwant)
+	{
+		if (so->batch)
+			pfree(so->batch);
+		so->batch = MemoryContextAlloc(GetMemoryChunkContext(so), sizeof(dm_entry) * so->bwant);
+		so->bcap = so->bwant;
+	}
+	so->nbatch = so->bpos = 0;
+	rc = dm_offload_scan_batch(so->tree, so->brest.lo, so->brest.lo_incl, so->brest.hi,
+							   so->brest.hi_incl, so->batch, so->bwant, &n, &more, &resume);
+	dmindex_offload_publish(so->tree);
+	if (rc == DM_ERR_FALLBACK)
+	{
+		so->batching = false;
+		rc = dm_iter_open(so->tree, &so->brest, &so->iter);
+	}
+	if (rc != DM_OK)
+		dmindex_tree_error(scan->indexRelation, so->tree, rc);
+	if (!so->batching)
+		return;
+	so->nbatch = n;
+	so->bmore = more != 0;
+	if (more)
+	{
+		so->brest.lo = resume;
+		so->brest.lo_incl = more == DM_OFF_RESUME_INCL;
+	}
+	so->bwant = Min(so->bwant * 4, DM_OFF_MAX_ENTRIES);
+}
+
+/* The remote stream's next entry: 1, 0 at its end (dm_iter_next's convention). */
+static int
+remote_next(IndexScanDesc scan, dm_entry *e)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+
+	while (so->batching)
+	{
+		if (so->bpos < so->nbatch)
+		{
+			*e = so->batch[so->bpos++];
+			return 1;
+		}
+		if (!so->bmore)
+			return 0;
+		fetch_batch(scan);
+	}
+	return so->iter ? dm_iter_next(so->iter, e) : 0;
 }
 
 /* The next entry of the merged streams, or false at the end. */
@@ -270,7 +375,7 @@ next_entry(IndexScanDesc scan, dm_entry *out)
 				r.lo = so->last;
 		}
 		pin_widen(so, &r);
-		rc = dm_iter_next(so->iter, &so->rnext);
+		rc = remote_next(scan, &so->rnext);
 
 		if (rc < 0)
 			dmindex_tree_error(scan->indexRelation, so->tree, -rc);
@@ -385,6 +490,7 @@ dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		return 0;
 	pgstat_count_index_scan(scan->indexRelation);
 	open_streams(scan, ForwardScanDirection);
+	so->bwant = DM_OFF_MAX_ENTRIES;	/* all of the range is wanted */
 	while (next_entry(scan, &e))
 	{
 		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tids[n]);
@@ -414,6 +520,8 @@ dmendscan(IndexScanDesc scan)
 
 	close_streams(so);
 	dmindex_pin_release(so->pin);
+	if (so->batch)
+		pfree(so->batch);
 	if (so->heap)
 		relation_close(so->heap, NoLock);
 	pfree(so);

@@ -93,9 +93,11 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			}
 
 			dmindex_wal_before_write();
+			/* offloaded where dmindex.offload says so (dm_offload_sorted) */
 			drc = dm_tree_delete_sorted(tree, dead, ndead, &removed);
 			/* before the heap may reuse the tids: standbys drop the leaves first */
 			dmindex_wal_log_written(index, tree);
+			dmindex_offload_publish(tree);
 			if (drc != DM_OK)
 			{
 				dm_iter_close(it);

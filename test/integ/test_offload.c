@@ -21,7 +21,20 @@
  *   isolation with --auth-file, one identity cannot offload on another's
  *             tree (DM_ERR_PERMISSION), nothing changed;
  *   auto      the policy: counters of decisions, and over shm (a remote read
- *             is a memory access) it prefers one-sided reads.
+ *             is a memory access) it prefers one-sided reads;
+ *   sorted    sorted batches (dm_tree_insert_sorted / delete_sorted, the
+ *             access method's flushes and VACUUM's deletes) offloaded entry
+ *             by entry with "always"; with "auto" only one-entry batches
+ *             may offload, longer ones go one-sided: exact contents,
+ *             changed counts, splits one-sided;
+ *   owned     a partition map gives this instance half of the keys (the
+ *             access method's single-writer mode): without a cache nothing
+ *             is offloaded (the root is shared), with one only writes of
+ *             owned keys are, under owned subtrees; contents exact;
+ *   wlog      write tracking (dm_tree_wlog.c, the WAL of hot standbys'
+ *             caches): an offloaded write's nodes are in the list; one whose
+ *             reply never came (the memnode stopped, the op timed out) marks
+ *             the list lost (overflow: the whole tree).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -509,6 +522,240 @@ run_auto(int backend, const char *bname)
 	dm_client_destroy(c);
 }
 
+/* Sorted batches through the executor, against the model. */
+static void
+run_sorted(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree    *t;
+	model		m = {0};
+	dm_offload_counters oc,
+				o20;
+	dm_entry	batch[512];
+	int			ok = 1,
+				singles = 0,
+				multis = 0;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "sorted-%s", bname);
+	if (!CHECK(c && (t = new_tree(c, name, 512)) != NULL, "sorted %s: tree", bname))
+		return;
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "sorted %s: offload always", bname);
+	for (int round = 0; round < 40 && ok; round++)
+	{
+		int			del = round % 4 == 3;
+		int			n = 1 + (int) rnd_below(sizeof(batch) / sizeof(batch[0]));
+		int			changed = -1,
+					want = 0,
+					rc;
+
+		if (round == 20)
+		{
+			dm_tree_set_offload(t, DM_OFFLOAD_AUTO);
+			dm_tree_offload_counters(t, &o20);
+		}
+		if (round >= 20 && round % 3 == 1)
+			n = 1;				/* a one-row transaction's flush */
+		for (int i = 0; i < n; i++)
+			batch[i] = del && m.n > 0 ? m.e[rnd_below(m.n)] : dm_entry_make(rnd_below(20000), rnd_below(4));
+		n = sort_unique(batch, n);
+		if (round >= 20)
+			n == 1 ? singles++ : multis++;
+		for (int i = 0; i < n; i++)
+			want += del ? m_delete(&m, batch[i]) : m_insert(&m, batch[i]);
+		rc = del ? dm_tree_delete_sorted(t, batch, n, &changed) : dm_tree_insert_sorted(t, batch, n, &changed);
+		if (rc != DM_OK)
+			ok = CHECK_STATUS(rc, DM_OK, "sorted %s: round %d: %s of %d: %s", bname, round,
+							  del ? "delete" : "insert", n, dm_tree_error(t));
+		if (changed != want)
+			ok = CHECK(0, "sorted %s: round %d: %d changed, model %d", bname, round, changed, want);
+		if (round == 19)
+		{
+			dm_tree_offload_counters(t, &oc);
+			CHECK(oc.offloads > 1000 && oc.fallbacks > 0,
+				  "sorted %s: always: %" PRIu64 " entries offloaded, %" PRIu64 " (splits) one-sided", bname,
+				  oc.offloads, oc.fallbacks);
+		}
+	}
+	dm_tree_offload_counters(t, &oc);	/* before the check's own (offloaded) scans */
+	CHECK(ok && same_as_model(t, &m, "sorted"), "sorted %s: 40 sorted batches (always, then auto) = model", bname);
+	CHECK(oc.offloads - o20.offloads <= (uint64_t) singles &&
+		  oc.decided_local - o20.decided_local >= (uint64_t) multis,
+		  "sorted %s: auto: only one-entry batches offloaded (%" PRIu64 " of %d), %d longer ones one-sided",
+		  bname, oc.offloads - o20.offloads, singles, multis);
+	tap_diag("sorted %s: decided %" PRIu64 " offload / %" PRIu64 " one-sided", bname, oc.decided_offload,
+			 oc.decided_local);
+	m_free(&m);
+	dm_tree_destroy(t);
+	dm_client_destroy(c);
+}
+
+/* Only what this instance owns is offloaded; shared nodes (the root) never. */
+static void
+run_owned(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_cache_config cfg = {1024, 512, DM_CACHE_DEX, 1000, 0};
+	size_t		len = dm_cache_shmem_size(&cfg);
+	void	   *mem = aligned_alloc(64, (len + 63) & ~(size_t) 63);
+	dm_cache   *cache = mem ? dm_cache_init(mem, len, &cfg) : NULL;
+	dm_tree    *t,
+			   *t2 = NULL;
+	dm_partition_map pm;
+	dm_tree_name tn;
+	dm_offload_counters oc;
+	model		m = {0};
+	char		name[64];
+	int			ok = 1;
+	uint64_t	owned_off;
+
+	snprintf(name, sizeof(name), "owned-%s", bname);
+	if (!CHECK(c && cache && (t = new_tree(c, name, 512)) != NULL, "owned %s: tree and a cache", bname))
+		return;
+	for (int i = 0; i < 4000 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 5, 0);
+
+		ok &= dm_tree_insert(t, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	memset(&pm, 0, sizeof(pm));
+	pm.n = 2;
+	pm.lo[0] = 0;
+	pm.lo[1] = 10000;
+	pm.instance[0] = 0;
+	pm.instance[1] = 1;
+	ok &= CHECK_STATUS(dm_tree_partitions_set(t, &pm), DM_OK, "owned %s: instance 0 owns [0, 10000)", bname);
+	dm_tree_name_named(&tn, name);
+	/* no cache: every offload would start at the root, which is shared */
+	ok &= dm_tree_open_existing(c, 1, &tn, &t2) == DM_OK && dm_tree_use_cache(t2, NULL, 0) == DM_OK;
+	dm_tree_write_any_key(t2, 1);
+	dm_tree_set_offload(t2, DM_OFFLOAD_ALWAYS);
+	for (int i = 0; i < 200 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 97 + 1, 1);	/* both ranges */
+
+		ok &= dm_tree_insert(t2, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(t2, &oc);
+	CHECK(ok && oc.offloads == 0 && oc.decided_offload == 0,
+		  "owned %s: without a cache nothing is offloaded from the shared root (%" PRIu64 ")", bname,
+		  oc.offloads);
+	dm_tree_close(t2);
+	/* with a cache: owned subtrees below the cached root are offloaded, only for owned keys */
+	ok &= dm_tree_open_existing(c, 1, &tn, &t2) == DM_OK && dm_tree_use_cache(t2, cache, 0) == DM_OK;
+	dm_tree_write_any_key(t2, 1);
+	dm_tree_set_offload(t2, DM_OFFLOAD_ALWAYS);
+	for (int i = 0; i < 300 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 31 + 2, 2);	/* owned: below 10000 */
+
+		ok &= dm_tree_insert(t2, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(t2, &oc);
+	owned_off = oc.offloads;
+	for (int i = 0; i < 300 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make(10000 + (uint64_t) i * 31 + 3, 3);	/* instance 1's */
+
+		ok &= dm_tree_insert(t2, e, NULL) == DM_OK;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(t2, &oc);
+	CHECK(ok && owned_off > 0 && oc.offloads == owned_off,
+		  "owned %s: writes of owned keys offloaded (%" PRIu64 "), of instance 1's keys none (%" PRIu64 ")",
+		  bname, owned_off, oc.offloads - owned_off);
+	CHECK(same_as_model(t, &m, "owned"), "owned %s: contents = model", bname);
+	dm_tree_close(t2);
+	m_free(&m);
+	dm_tree_destroy(t);
+	dm_client_destroy(c);
+	free(mem);
+}
+
+/* Stop process pid and wait until it is stopped (a thread already awake could still answer). */
+static int
+stop_process(pid_t pid)
+{
+	char		path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	kill(pid, SIGSTOP);
+	for (int i = 0; i < 2000; i++)
+	{
+		FILE	   *f = fopen(path, "r");
+		char		st = 0;
+
+		if (f)
+		{
+			/* "pid (comm) S ...": the state follows the last ')' */
+			char		buf[512];
+			size_t		n = fread(buf, 1, sizeof(buf) - 1, f);
+			char	   *p;
+
+			fclose(f);
+			buf[n] = 0;
+			if ((p = strrchr(buf, ')')) != NULL && p[1] == ' ')
+				st = p[2];
+		}
+		if (st == 'T' || st == 't')
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* The write log gets the executor's nodes; an unknown outcome marks it lost. */
+static void
+run_wlog(int backend, const char *bname)
+{
+	dm_client_opts o = {.backend = backend, .name = "test_offload", .op_timeout_ms = 400};
+	dm_client  *c = dm_client_create(&o);
+	dm_tree    *t;
+	dm_offload_counters oc;
+	const dm_gaddr *w;
+	int			n,
+				overflow,
+				ok = 1,
+				rc;
+	uint16_t	id;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "wlog-%s", bname);
+	if (!CHECK(c && dm_client_connect(c, mn.addr, &id) == DM_OK && (t = new_tree(c, name, 1024)) != NULL,
+			   "wlog %s: tree", bname))
+		return;
+	for (int i = 0; i < 200 && ok; i++)
+		ok &= dm_tree_insert(t, dm_entry_make((uint64_t) i * 10, 1), NULL) == DM_OK;
+	dm_tree_track_writes(t, 1);
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "wlog %s: offload always", bname);
+	/* into a leaf with room: the executor writes it, nothing one-sided */
+	for (int i = 0; i < 5 && ok; i++)
+		ok &= dm_tree_insert(t, dm_entry_make((uint64_t) i * 10 + 5, 1), NULL) == DM_OK;
+	dm_tree_offload_counters(t, &oc);
+	w = dm_tree_written_nodes(t, &n, &overflow);
+	CHECK(ok && oc.offloads == 5 && oc.fallbacks == 0 && n >= 1 && !overflow,
+		  "wlog %s: 5 offloaded inserts (%" PRIu64 "), the nodes the executor wrote are logged (%d)", bname,
+		  oc.offloads, n);
+	for (int i = 0; i < n; i++)
+		if (w[i] == 0 || dm_gaddr_node(w[i]) != 1)
+			ok = CHECK(0, "wlog %s: logged node %d is 0x%llx", bname, i, (unsigned long long) w[i]);
+	/* a stopped memnode: the offloaded insert times out, its outcome unknown */
+	CHECK(stop_process(mn.pid), "wlog %s: memnode stopped", bname);
+	rc = dm_tree_insert(t, dm_entry_make(77, 1), NULL);
+	kill(mn.pid, SIGCONT);
+	(void) dm_tree_written_nodes(t, &n, &overflow);
+	dm_tree_offload_counters(t, &oc);
+	CHECK(rc != DM_OK && rc != DM_ERR_FALLBACK && overflow && oc.lost_writes == 1,
+		  "wlog %s: an offloaded insert that timed out (%s) marks the write log lost", bname, dm_strerror(rc));
+	(void) dm_tree_written_nodes(t, &n, &overflow);
+	CHECK(!overflow && n == 0, "wlog %s: and the next list starts afresh", bname);
+	dm_tree_close(t);
+	dm_client_destroy(c);
+}
+
 int
 main(void)
 {
@@ -531,6 +778,9 @@ main(void)
 		run_cache(backends[i], names[i]);
 		run_fence(backends[i], names[i]);
 		run_auto(backends[i], names[i]);
+		run_sorted(backends[i], names[i]);
+		run_owned(backends[i], names[i]);
+		run_wlog(backends[i], names[i]);
 	}
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	run_declined();
