@@ -120,14 +120,7 @@ echo "== TAP: the scan-pin tests again with dmindex.offload = always"
 tap_out=$(mktemp)
 PGOPTIONS='-c dmindex.offload=always' bash test/run-tap-tests.sh \
     test/t/011_ios_vacuum_race.pl test/t/017_scan_pins.pl 2>&1 | tee "$tap_out"
-line=$(grep -E '^TAP tests: [0-9]+ passed, [0-9]+ failed' "$tap_out" | tail -n 1)
-if [ -n "$line" ]; then
-    passed=$((passed + $(echo "$line" | sed -E 's/^TAP tests: ([0-9]+) passed.*/\1/')))
-    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
-else
-    echo "TAP tests (offload) printed no summary"
-    failed=$((failed + 1))
-fi
+add_summary "TAP tests" "$tap_out" "TAP tests (offload) printed no summary"
 rm -f "$tap_out"
 
 echo "== fuzz (libFuzzer: frame decoder, batch validation, handshake)"

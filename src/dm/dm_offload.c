@@ -419,6 +419,14 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 			pos = i;
 	if (pos < 0 || over_ucx(t, mn) || !decide(t, level, mn))
 		return DM_ERR_FALLBACK;
+	/*
+	 * The high-water mark the write depends on (dm_tree_writer_require) is
+	 * up before the executor writes anything: the executor's batches do not
+	 * carry it as the one-sided path's do, so it is raised here, by a round
+	 * trip of its own when it is due (once per transaction at most).
+	 */
+	if (write && (rc = dm_tree_writer_settle(t)) != DM_OK)
+		return rc;
 
 	memset(&req, 0, sizeof(req));
 	req.tree_id = t->info.tree_id;

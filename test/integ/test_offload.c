@@ -375,7 +375,20 @@ run_fence(int backend, const char *bname)
 			   dm_tree_open_existing(c, 1, &tn, &b) == DM_OK, "fence %s: two handles", bname))
 		return;
 	dm_tree_set_offload(a, DM_OFFLOAD_ALWAYS);
-	CHECK_STATUS(dm_tree_insert(a, dm_entry_make(1, 1), NULL), DM_OK, "fence %s: offloaded insert", bname);
+	{
+		dm_offload_counters oc0, oc1;
+		uint64_t	hw = 0;
+
+		/* the write depends on mark 77: it is up before the executor writes (dm_offload.c) */
+		dm_tree_offload_counters(a, &oc0);
+		dm_tree_writer_require(a, 77);
+		CHECK_STATUS(dm_tree_insert(a, dm_entry_make(1, 1), NULL), DM_OK, "fence %s: offloaded insert", bname);
+		dm_tree_offload_counters(a, &oc1);
+		if (dm_tree_writer_read(b, NULL, &hw) != DM_OK)
+			hw = 0;
+		CHECK(oc1.offloads == oc0.offloads + 1 && hw == 77,
+			  "fence %s: the offloaded insert raised the high-water mark it needed first (%" PRIu64 ")", bname, hw);
+	}
 	w1 = dm_tree_writer_word(a);
 	CHECK_STATUS(dm_tree_writer_takeover(b, w1, DM_WRITER_MAKE(DM_WRITER_EPOCH(w1) + 1, 7), 0, &seen), DM_OK,
 				 "fence %s: the other handle takes the tree over", bname);
