@@ -1,12 +1,16 @@
 /*
- * dm_tree_int.h — internals of the remote tree shared by its files:
- * dm_tree_io.c (node I/O, locks), dm_tree_alloc.c (node allocation and
- * placement), dm_tree.c (handles, descent,
- * insert/delete), dm_tree_scan.c (iterators), dm_tree_bulk.c (bulk load),
- * dm_tree_verify.c (verify and statistics).
+ * dm_tree_int.h — internals of the remote tree shared by its files (the
+ * list and the order to read them in: src/dm/README): the handle, the
+ * small helpers all of them use, and what each file offers the others,
+ * under the name of the file.
  */
 #ifndef DM_TREE_INT_H
 #define DM_TREE_INT_H
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "dm_cache.h"
 #include "dm_node.h"
@@ -139,9 +143,59 @@ typedef struct dm_wlock
 #define DM_OWN_SHARED	1		/* straddles a boundary of ours */
 #define DM_OWN_OWNED	2		/* all of it is ours */
 
-/* dm_tree_io.c */
-extern int	dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
+/*
+ * Small helpers every file of the tree uses, here rather than in one of
+ * them so that no file depends on another for them.
+ */
+/* Note why an operation failed (dm_tree_error() returns it); returns status. */
+static inline int dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
+static inline int
+dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->err, sizeof(t->err), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* A transport error: the client's message becomes the tree's. */
+static inline int
+dm_tree_transport_error(dm_tree *t, int rc)
+{
+	return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+}
+
+static inline uint64_t
+dm_tree_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+/* Back off after the k-th failed attempt: spin, then yield, then sleep. */
+static inline void
+dm_tree_backoff(int k)
+{
+	if (k < 4)
+		return;
+	if (k < 64)
+	{
+		sched_yield();
+		return;
+	}
+	{
+		struct timespec ts = {0, (k < 512 ? 20 : 200) * 1000};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* dm_tree_io.c */
 extern int	dm_tree_read_root(dm_tree *t, dm_gaddr *root);
 extern int	dm_node_read(dm_tree *t, dm_gaddr addr, void *buf);
 /* Read several nodes in one round trip per memnode; each validated (retried alone). */
@@ -156,8 +210,6 @@ extern int	dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *
 /* The tag word of a redo slot while a write that uses it is under way (dm_tree_io.c). */
 #define DM_REDO_BUSY UINT64_C(1)
 
-/* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
-extern int	dm_tree_redo_release(dm_tree *t);
 
 /* Lock a node (CAS and read); *held gets the lock value to release it with. */
 extern int	dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held);
@@ -172,6 +224,31 @@ extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held);
 extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 								 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
 
+/* dm_tree_redo.c */
+/* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
+extern int	dm_tree_redo_release(dm_tree *t);
+/*
+ * The lock value for a write of the node at addr: over shm it names this
+ * handle's redo slot on that memnode (allocated on first use; without one,
+ * e.g. when the memnode is full, a plain value: no repair then).
+ */
+extern uint64_t dm_tree_lock_value(dm_tree *t, dm_gaddr addr);
+/*
+ * We hold the lock of the node at addr, taken over from `prev`.  If the
+ * node is DIRTY and prev's redo slot holds this node's image for exactly
+ * that version, store the image (the dead writer's write, finished).  1 if
+ * repaired, 0 if there was nothing to repair, else -status.
+ */
+extern int	dm_tree_repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev);
+/* The position of this handle's redo slot `slot` (-1: not one of ours now). */
+extern int	dm_tree_redo_index(const dm_tree *t, dm_gaddr slot);
+/*
+ * Leave redo slot i to the tree (a batch of ours abandoned earlier claimed
+ * it, or may): a new one is taken at the next lock.
+ */
+extern void dm_tree_redo_abandon(dm_tree *t, int i);
+
+/* dm_tree_cacheio.c */
 /*
  * Read a node through the cache: level is the expected level (-1 unknown),
  * ctx where it was reached from.  *frame (may be NULL) gets the frame the
@@ -257,7 +334,8 @@ extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);
  * The class the cache uses for a node (its header): what dm_tree_own_class
  * says for its fences, except on a replica handle, where every leaf is
  * foreign and every inner node shared.  The one place that decides what a
- * handle may keep in the cache (dm_tree_io.c) and what verify_cache expects.
+ * handle may keep in the cache (dm_tree_cacheio.c) and what dm_tree_verify_cache
+ * (dm_tree_verify.c) expects.
  */
 extern int	dm_tree_node_class(const dm_tree *t, const void *hdr);
 extern int	dm_tree_owns_entry(const dm_tree *t, dm_entry e);
