@@ -365,10 +365,21 @@ extern void dm_offload_free(struct dm_offload *o);
 /* The handle offloads and is not running an operation's one-sided path for it. */
 extern int	dm_offload_wanted(const dm_tree *t);
 
-/* dm_tree.c */
+/* dm_tree_descend.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */
 extern int	dm_tree_descend(dm_tree *t, dm_entry e, int level, dm_gaddr *addr, void *buf);
 /* Like descend, but to the leaf holding the greatest entry < e. */
 extern int	dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf);
+/*
+ * Both of the above (before: to the left of e), and the writers' descent
+ * (no_read: the address only, *out_ctx where it was reached from; a root
+ * whose split never got its new root is grown first).
+ */
+extern int	dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
+								 dm_gaddr *out_addr, void *buf, dm_fetch_ctx *out_ctx);
+/* Install a new root above `root` (copy rootbuf), which no longer spans the key space. */
+extern int	dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf);
+/* A descent or a lock that restarts this often gives up (DM_ERR_CORRUPT). */
+#define DM_TREE_MAX_RESTARTS 10000
 
 #endif
