@@ -162,16 +162,198 @@ split_point(const dm_inner_ent *merged, int m, int level, int cap)
 	return mid;
 }
 
+/* The end j of the items from items[i] on that the node in buf covers: at most cap, so one split suffices. */
+static int
+covered_end(const void *buf, const dm_inner_ent *items, int i, int n, int cap)
+{
+	int			j = i;
+
+	while (j < n && j - i < cap && dm_node_covers(buf, items[j].sep))
+		j++;
+	return j;
+}
+
+/*
+ * Delete step: remove those of items[i..j) the locked leaf (wl, copy in
+ * buf) holds, and release it, written back if anything was removed.
+ * *removed: how many.  DM_TREE_STALE: nothing written, redo from a fresh copy.
+ */
+static int
+leaf_delete(dm_tree *t, dm_wlock *wl, uint8_t *buf, const dm_inner_ent *items, int i, int j,
+			int *removed)
+{
+	dm_node_hdr *h = NODE_HDR(buf);
+	dm_entry   *ents = LEAF_ENTS(buf);
+
+	*removed = 0;
+	for (int x = i; x < j; x++)
+	{
+		int			p = dm_leaf_lower_bound(buf, items[x].sep);
+
+		if (p < h->count && dm_entry_cmp(ents[p], items[x].sep) == 0)
+		{
+			memmove(&ents[p], &ents[p + 1], (size_t) (h->count - p - 1) * sizeof(dm_entry));
+			h->count--;
+			(*removed)++;
+		}
+	}
+	return dm_node_wunlock(t, wl, buf, *removed > 0, 0, NULL, NULL);
+}
+
+/*
+ * Merge step: the entries of the node in buf (leaf or inner by level) and
+ * items[i..j), in order, into merged (*m of them), an item already present
+ * only once.  Returns how many items were not present.
+ */
+static int
+merge_items(int level, const uint8_t *buf, const dm_inner_ent *items, int i, int j,
+			dm_inner_ent *merged, int *m_out)
+{
+	int			count = NODE_HDR(buf)->count;
+	int			m = 0, added = 0, k = 0;
+
+	for (int x = i; k < count || x < j;)
+	{
+		dm_inner_ent cur;
+
+		if (level == 0 && k < count)
+			cur.sep = LEAF_ENTS(buf)[k], cur.child = 0;
+		else if (k < count)
+			cur = INNER_ENTS(buf)[k];
+		if (x < j && (k >= count || dm_entry_cmp(items[x].sep, cur.sep) < 0))
+		{
+			merged[m++] = items[x++];
+			added++;
+			continue;
+		}
+		if (x < j && dm_entry_cmp(items[x].sep, cur.sep) == 0)
+			x++;				/* already present: inserting it again changes nothing */
+		merged[m++] = cur;
+		k++;
+	}
+	*m_out = m;
+	return added;
+}
+
+/* Make merged[from..to) the entries of the node in buf (leaf or inner by level). */
+static void
+fill_entries(int level, uint8_t *buf, const dm_inner_ent *merged, int from, int to)
+{
+	for (int x = from; x < to; x++)
+	{
+		if (level == 0)
+			LEAF_ENTS(buf)[x - from] = merged[x].sep;
+		else
+			INNER_ENTS(buf)[x - from] = merged[x];
+	}
+	NODE_HDR(buf)->count = (uint16_t) (to - from);
+}
+
+/*
+ * Split step: the m merged entries do not fit the locked node (wl, copy in
+ * buf).  The upper part goes to a new right node (built in rbuf), and both
+ * are written in one fenced write that releases the node; *up gets the new
+ * node's separator and address for the level above.  DM_TREE_STALE:
+ * nothing reachable was written (a reused node is given back), redo.
+ */
+static int
+split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
+			const dm_inner_ent *merged, int m, int cap, dm_inner_ent *up)
+{
+	dm_node_hdr *h = NODE_HDR(buf);
+	dm_node_hdr *rh = NODE_HDR(rbuf);
+	dm_gaddr	addr = wl->addr;
+	int			half = split_point(merged, m, level, cap);
+	dm_gaddr	raddr;
+	uint16_t	mn = dm_tree_place(t, level, dm_gaddr_node(addr));
+	uint64_t	rver = 0;
+	int			rc;
+
+	/*
+	 * A reused node (dm_tree_reclaim.c) only where it is written after this
+	 * node's guard, in one batch: on the same memnode.
+	 */
+	if (mn == dm_gaddr_node(addr))
+		rc = dm_node_alloc_split(t, mn, &raddr, &rver);
+	else
+		rc = dm_node_alloc(t, mn, &raddr);
+	if (rc != DM_OK)
+	{
+		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+		return rc;
+	}
+	dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
+	/* versions at an address only grow: a stale write fenced on an old one never lands */
+	NODE_HDR(rbuf)->version = rver;
+	rh->right = h->right;
+	rh->left = addr;
+	fill_entries(level, rbuf, merged, half, m);
+	fill_entries(level, buf, merged, 0, half);
+	h->high = rh->low;
+	h->right = raddr;
+	rc = dm_node_wunlock(t, wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf);
+	if (rc == DM_TREE_STALE)
+	{
+		/* the new node was not written (same memnode) or stays unreachable */
+		if (rver != 0)
+		{
+			if ((rc = dm_tree_reuse_return(t, raddr)) != DM_OK)
+				return rc;
+		}
+		else
+			t->ctr.nodes_unlinked++;
+		return DM_TREE_STALE;
+	}
+	if (rc != DM_OK)
+		return rc;
+	t->ctr.splits++;
+	up->sep = rh->low;
+	up->child = raddr;
+	return DM_OK;
+}
+
+static int	level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, int *changed);
+
+/*
+ * Parent step, after the node at addr (copy in buf) split: add its new
+ * sibling (up) one level up; a node that was the root (was_root: it
+ * spanned the key space) gets a new root above the two instead.
+ */
+static int
+add_to_parent(dm_tree *t, int level, dm_gaddr addr, const uint8_t *buf, int was_root,
+			  const dm_inner_ent *up)
+{
+	int			rc;
+
+	if (was_root)
+	{
+		dm_gaddr	before = t->root;
+
+		/*
+		 * A new root above the old one and its new sibling.  If we fail
+		 * here, the next writer to meet the old root finishes the job
+		 * (dm_tree_grow_root).
+		 */
+		if ((rc = dm_tree_grow_root(t, addr, buf)) != DM_OK)
+			return rc;
+		if (t->root != 0 && t->root != before)
+			return DM_OK;
+		/* somebody else grew it, maybe without our new node: add it the usual way */
+	}
+	return level_apply(t, level + 1, up, 1, 0, NULL);
+}
+
 /*
  * Apply a sorted batch of items at one level: leaf entries (child = 0) or
  * separators with their child.  del = 1 removes leaf entries instead.
- * *changed counts items inserted or removed.
+ * *changed counts items inserted or removed.  Per covering node: lock it,
+ * then the delete step, or the merge step and a write back (it fits) or
+ * the split and parent steps.
  */
 static int
 level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, int *changed)
 {
 	int			cap = level == 0 ? t->leaf_cap : t->inner_cap;
-	size_t		esz = level == 0 ? sizeof(dm_entry) : sizeof(dm_inner_ent);
 	uint8_t    *buf = aligned_alloc(8, t->node_size);
 	uint8_t    *rbuf = aligned_alloc(8, t->node_size);
 	dm_inner_ent *merged = malloc(sizeof(dm_inner_ent) * (size_t) cap * 2);
@@ -187,35 +369,19 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 	{
 		dm_wlock	wl;
 		dm_gaddr	addr;
-		dm_node_hdr *h = NODE_HDR(buf);
-		int			j = i, m = 0, added = 0, k = 0;
-		int			count;
+		dm_inner_ent up;
+		int			j, m, added, was_root;
 
 		if ((rc = lock_covering(t, level, items[i].sep, &wl, buf)) != DM_OK)
 			goto out;
 		addr = wl.addr;
-		count = h->count;
-		/* the items this node covers, at most cap per round so one split suffices */
-		while (j < n && j - i < cap && dm_node_covers(buf, items[j].sep))
-			j++;
+		j = covered_end(buf, items, i, n, cap);
 
 		if (del)
 		{
-			dm_entry   *ents = LEAF_ENTS(buf);
-			int			removed = 0;
+			int			removed;
 
-			for (int x = i; x < j; x++)
-			{
-				int			p = dm_leaf_lower_bound(buf, items[x].sep);
-
-				if (p < h->count && dm_entry_cmp(ents[p], items[x].sep) == 0)
-				{
-					memmove(&ents[p], &ents[p + 1], (size_t) (h->count - p - 1) * sizeof(dm_entry));
-					h->count--;
-					removed++;
-				}
-			}
-			rc = dm_node_wunlock(t, &wl, buf, removed > 0, 0, NULL, NULL);
+			rc = leaf_delete(t, &wl, buf, items, i, j, &removed);
 			if (rc == DM_TREE_STALE)
 				continue;		/* fenced off: nothing written, redo from a fresh copy */
 			if (rc != DM_OK)
@@ -228,26 +394,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			continue;
 		}
 
-		/* merge the node's entries with items[i..j), dropping duplicates */
-		for (int x = i; k < count || x < j;)
-		{
-			dm_inner_ent cur;
-
-			if (level == 0 && k < count)
-				cur.sep = LEAF_ENTS(buf)[k], cur.child = 0;
-			else if (k < count)
-				cur = INNER_ENTS(buf)[k];
-			if (x < j && (k >= count || dm_entry_cmp(items[x].sep, cur.sep) < 0))
-			{
-				merged[m++] = items[x++];
-				added++;
-				continue;
-			}
-			if (x < j && dm_entry_cmp(items[x].sep, cur.sep) == 0)
-				x++;			/* already present: inserting it again changes nothing */
-			merged[m++] = cur;
-			k++;
-		}
+		added = merge_items(level, buf, items, i, j, merged, &m);
 		if (added == 0)
 		{
 			if ((rc = dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL)) != DM_OK)
@@ -257,14 +404,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 		}
 		if (m <= cap)
 		{
-			for (int x = 0; x < m; x++)
-			{
-				if (level == 0)
-					LEAF_ENTS(buf)[x] = merged[x].sep;
-				else
-					INNER_ENTS(buf)[x] = merged[x];
-			}
-			h->count = (uint16_t) m;
+			fill_entries(level, buf, merged, 0, m);
 			rc = dm_node_wunlock(t, &wl, buf, 1, 0, NULL, NULL);
 			if (rc == DM_TREE_STALE)
 				continue;
@@ -286,95 +426,17 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			rc = dm_tree_fail(t, DM_ERR_FALLBACK, "the leaf must be split");
 			goto out;
 		}
-		{
-			int			half = split_point(merged, m, level, cap);
-			int			was_root = dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0 &&
-				dm_entry_cmp(h->high, DM_ENTRY_INF) == 0;
-			dm_node_hdr *rh = NODE_HDR(rbuf);
-			dm_gaddr	raddr;
-			dm_inner_ent up;
-			uint16_t	mn = dm_tree_place(t, level, dm_gaddr_node(addr));
-			uint64_t	rver = 0;
-
-			/*
-			 * A reused node (dm_tree_reclaim.c) only where it is written
-			 * after this node's guard, in one batch: on the same memnode.
-			 */
-			if (mn == dm_gaddr_node(addr))
-				rc = dm_node_alloc_split(t, mn, &raddr, &rver);
-			else
-				rc = dm_node_alloc(t, mn, &raddr);
-			if (rc != DM_OK)
-			{
-				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
-				goto out;
-			}
-			dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
-			/* versions at an address only grow: a stale write fenced on an old one never lands */
-			NODE_HDR(rbuf)->version = rver;
-			rh->right = h->right;
-			rh->left = addr;
-			for (int x = half; x < m; x++)
-			{
-				if (level == 0)
-					LEAF_ENTS(rbuf)[x - half] = merged[x].sep;
-				else
-					INNER_ENTS(rbuf)[x - half] = merged[x];
-			}
-			rh->count = (uint16_t) (m - half);
-			for (int x = 0; x < half; x++)
-			{
-				if (level == 0)
-					LEAF_ENTS(buf)[x] = merged[x].sep;
-				else
-					INNER_ENTS(buf)[x] = merged[x];
-			}
-			h->count = (uint16_t) half;
-			h->high = rh->low;
-			h->right = raddr;
-			(void) esz;
-			rc = dm_node_wunlock(t, &wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf);
-			if (rc == DM_TREE_STALE)
-			{
-				/* the new node was not written (same memnode) or stays unreachable */
-				if (rver != 0)
-				{
-					if ((rc = dm_tree_reuse_return(t, raddr)) != DM_OK)
-						goto out;
-				}
-				else
-					t->ctr.nodes_unlinked++;
-				continue;
-			}
-			if (rc != DM_OK)
-				goto out;
-			if (changed)
-				*changed += added;
-			t->ctr.splits++;
-			up.sep = rh->low;
-			up.child = raddr;
-
-			if (was_root)
-			{
-				dm_gaddr	before = t->root;
-
-				/*
-				 * A new root above the old one and its new sibling.  If we
-				 * fail here, the next writer to meet the old root finishes
-				 * the job (grow_root).
-				 */
-				if ((rc = dm_tree_grow_root(t, addr, buf)) != DM_OK)
-					goto out;
-				if (t->root != 0 && t->root != before)
-				{
-					i = j;
-					continue;
-				}
-				/* somebody else grew it, maybe without our new node: add it the usual way */
-			}
-			if ((rc = level_apply(t, level + 1, &up, 1, 0, NULL)) != DM_OK)
-				goto out;
-		}
+		was_root = dm_entry_cmp(NODE_HDR(buf)->low, DM_ENTRY_MIN) == 0 &&
+			dm_entry_cmp(NODE_HDR(buf)->high, DM_ENTRY_INF) == 0;
+		rc = split_write(t, level, &wl, buf, rbuf, merged, m, cap, &up);
+		if (rc == DM_TREE_STALE)
+			continue;
+		if (rc != DM_OK)
+			goto out;
+		if (changed)
+			*changed += added;
+		if ((rc = add_to_parent(t, level, addr, buf, was_root, &up)) != DM_OK)
+			goto out;
 		i = j;
 	}
 out:
