@@ -35,6 +35,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
+#include "storage/bufpage.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 
@@ -140,6 +141,19 @@ typedef struct DmMetaPageData
 
 #define DMINDEX_META_UNLOGGED_INIT 0x1	/* init fork: no tree yet, build one on first use */
 
+/* ---- the metapage as a page (dmmetapage.c) ---- */
+
+/* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
+extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);
+/* The same without errors: false if there is no valid metapage (for DROP and GC). */
+extern bool dmindex_try_read_meta(Relation index, DmMetaPageData *meta);
+/* Lay the metapage into page (a zeroed BLCKSZ buffer or a locked buffer page). */
+extern void dmindex_fill_metapage(Page page, const DmMetaPageData *meta);
+/* Write the metapage to block 0 of the main fork (WAL-logged when the index is). */
+extern void dmindex_write_metapage(Relation index, const DmMetaPageData *meta, bool extend);
+
+/* ---- the tree behind the metapage (dmmeta.c) ---- */
+
 /*
  * The open tree of an index, cached per backend and revalidated against the
  * metapage and the memnodes' incarnations.  Raises an error (connection
@@ -197,10 +211,6 @@ extern void dmindex_claim_check(struct dm_client *client, uint16 node);
 /* Another running server holds the claim of instance on memnode node. */
 extern bool dmindex_claim_held_by_other(struct dm_client *client, uint16 node, int instance);
 
-/* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
-extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);
-/* The same without errors: false if there is no valid metapage (for DROP and GC). */
-extern bool dmindex_try_read_meta(Relation index, DmMetaPageData *meta);
 
 /*
  * Create a fresh remote tree for the index's current relfilenode and write

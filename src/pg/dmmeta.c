@@ -1,6 +1,6 @@
 /*
- * dmmeta.c — the metapage (block 0) of a dmindex index and the remote tree
- * it names: creating the tree for a new relfilenode, opening it (cached per
+ * dmmeta.c — the remote tree an index's metapage (block 0, dmmetapage.c)
+ * names: creating the tree for a new relfilenode, opening it (cached per
  * backend), and checking that the memnodes still hold it.
  *
  * An index's tree is named in its home memnode's catalog by (system
@@ -148,36 +148,6 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 	pg_unreachable();
 }
 
-bool
-dmindex_try_read_meta(Relation index, DmMetaPageData *meta)
-{
-	Buffer		buf;
-
-	if (RelationGetNumberOfBlocks(index) == 0)
-		return false;
-	buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	memcpy(meta, PageGetContents(BufferGetPage(buf)), sizeof(*meta));
-	UnlockReleaseBuffer(buf);
-	return meta->magic == DMINDEX_META_MAGIC && meta->version == DMINDEX_META_VERSION &&
-		meta->nmemnodes > 0 && meta->nmemnodes <= DMINDEX_MAX_MEMNODES;
-}
-
-void
-dmindex_read_meta(Relation index, DmMetaPageData *meta)
-{
-	if (RelationGetNumberOfBlocks(index) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" has no metapage", RelationGetRelationName(index)),
-				 errhint("REINDEX the index.")));
-	if (!dmindex_try_read_meta(index, meta))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" is not a dmindex index or has an unsupported version",
-						RelationGetRelationName(index)),
-				 errhint("REINDEX the index.")));
-}
 
 /*
  * Connect to every configured memnode that answers and return the client.
@@ -256,33 +226,6 @@ require_memnode(Relation index, dm_client *client, uint16 id, uint64 incarnation
 		dmindex_raise(info.status, client, info.address);
 }
 
-/* Lay the metapage into page (a zeroed BLCKSZ buffer or a locked buffer page). */
-static void
-fill_metapage(Page page, const DmMetaPageData *meta)
-{
-	PageInit(page, BLCKSZ, 0);
-	memcpy(PageGetContents(page), meta, sizeof(*meta));
-	/* pd_lower past the data so full-page images may omit the hole */
-	((PageHeader) page)->pd_lower = ((char *) PageGetContents(page) + sizeof(*meta)) - (char *) page;
-}
-
-/* Write the metapage to block 0 of the main fork (WAL-logged when the index is). */
-static void
-write_main_metapage(Relation index, const DmMetaPageData *meta, bool extend)
-{
-	Buffer		buf;
-	GenericXLogState *state;
-	Page		page;
-
-	buf = extend ? ReadBuffer(index, P_NEW) : ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	Assert(BufferGetBlockNumber(buf) == DMINDEX_METAPAGE_BLKNO);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-	fill_metapage(page, meta);
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buf);
-}
 
 /* Memnodes the new tree spreads over: the "memnodes" reloption, else all. */
 static int
@@ -352,7 +295,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 
 		meta.flags = DMINDEX_META_UNLOGGED_INIT;
 		meta.nmemnodes = 1;
-		fill_metapage(page, &meta);
+		dmindex_fill_metapage(page, &meta);
 		PageSetChecksumInplace(page, DMINDEX_METAPAGE_BLKNO);
 		smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, DMINDEX_METAPAGE_BLKNO, (char *) page, true);
 		log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
@@ -412,7 +355,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 		dmindex_gc_note_created(&meta);
 	dmindex_writer_created(index, tree);
 
-	write_main_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
+	dmindex_write_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
 	return tree;
 }
 
