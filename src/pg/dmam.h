@@ -39,7 +39,6 @@
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 
-#include "dm_region.h"
 #include "dm_tree.h"
 #include "dmindex.h"
 
