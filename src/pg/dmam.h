@@ -258,26 +258,46 @@ extern void dmindex_pin_wait(uint64 tree_id, const dm_entry *deleted, int n);
 
 /* ---- the AM callbacks ------------------------------------------------------------- */
 
+/*
+ * One line each: what PostgreSQL may expect of the callback (filled into the
+ * IndexAmRoutine by dmhandler()).
+ */
+
+/* ambuild: a new remote tree for the index's new relfilenode, bulk-loaded from every heap tuple, and its metapage. */
 extern IndexBuildResult *dmbuild(Relation heap, Relation index, IndexInfo *indexInfo);
+/* ambuildempty: an unlogged index's init fork: a metapage naming no tree (the first use after a crash builds one). */
 extern void dmbuildempty(Relation index);
+/* ambuildphasename: the name of a CREATE INDEX progress phase, NULL for an unknown one. */
 extern char *dmbuildphasename(int64 phasenum);
+/* aminsert: queue the row's (key, tid) in the transaction's insert buffer, written remotely at commit (WAL first); returns false. */
 extern bool dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 					 Relation heapRel, IndexUniqueCheck checkUnique,
 					 bool indexUnchanged, struct IndexInfo *indexInfo);
+/* ambulkdelete: raise the removal horizon, delete every entry whose tid callback calls dead, wait out scan pins; stats. */
 extern IndexBulkDeleteResult *dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 										   IndexBulkDeleteCallback callback, void *callback_state);
+/* amvacuumcleanup: nothing to clean up; returns stats as given (NULL when no bulk delete ran), like nbtree. */
 extern IndexBulkDeleteResult *dmvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
+/* amcanreturn: index-only scans when the opclass can decode keys, never during recovery. */
 extern bool dmcanreturn(Relation index, int attno);
+/* amcostestimate: btcostestimate's method over the remote tree's size, its node reads dearer than local pages. */
 extern void dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 						   Cost *indexStartupCost, Cost *indexTotalCost,
 						   Selectivity *indexSelectivity, double *indexCorrelation,
 						   double *indexPages);
+/* amoptions: parse and validate the reloptions (node_size, fillfactor, placement_level, memnodes). */
 extern bytea *dmoptions(Datum reloptions, bool validate);
+/* amvalidate: whether an operator class is sound (btree strategies, encode function, optional decode); each problem reported as INFO. */
 extern bool dmvalidate(Oid opclassoid);
+/* ambeginscan: the scan's state; nothing remote happens before amrescan and the first fetch. */
 extern IndexScanDesc dmbeginscan(Relation index, int nkeys, int norderbys);
+/* amrescan: turn the scan keys into one entry range and start over from it. */
 extern void dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys);
+/* amgettuple: the next matching tid in direction dir (remote entries merged with the transaction's buffered ones); false at the end. */
 extern bool dmgettuple(IndexScanDesc scan, ScanDirection dir);
+/* amgetbitmap: add every matching tid to the bitmap (to recheck on a standby); returns how many. */
 extern int64 dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+/* amendscan: release the scan's iterator, pin and memory. */
 extern void dmendscan(IndexScanDesc scan);
 
 /* ---- garbage collection of remote trees (dmgc.c) ----------------------------------- */
