@@ -1,20 +1,35 @@
 /*
- * dmam.h — the dmindex access method's internal interface, shared by its
- * files (one per callback group, as in contrib/bloom and pgvector):
+ * dmam.h — the access method's internal interface: everything that deals
+ * with an index relation and its remote tree, shared by the files of the AM.
+ * It builds on dmindex.h (GUCs of the connection, the memnode list, the
+ * backend's client, dm_status -> ereport), which it includes; a file that
+ * needs no Relation (dmconn.c, dmauth.c, dmfuncs.c) includes dmindex.h
+ * only, and nothing declared there refers to what is declared here.
  *
- *   dmhandler.c   the IndexAmRoutine, reloptions, amcanreturn
- *   dmkey.c       key encoding: support functions and scan-key bounds
- *   dmmeta.c      the metapage and the remote tree behind an index
- *   dmbuild.c     ambuild, ambuildempty (sort + bulk load)
+ * The callbacks (one file per group, as in contrib/bloom and pgvector):
+ *   dmhandler.c   the IndexAmRoutine, reloptions (amoptions), amcanreturn
+ *   dmbuild.c     ambuild, ambuildempty, ambuildphasename (sort + bulk load)
  *   dminsert.c    aminsert and the per-transaction insert buffer
  *   dmscan.c      index scans (plain, bitmap, index-only; both directions)
- *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
  *   dmvacuum.c    ambulkdelete, amvacuumcleanup
  *   dmcost.c      amcostestimate
  *   dmvalidate.c  amvalidate
- *   dmgc.c        freeing the remote trees of dropped indexes
+ * The index and its tree:
+ *   dmkey.c       key encoding: support functions and scan-key bounds
+ *   dmmetapage.c  the metapage (block 0) as a page: reading, writing
+ *   dmmeta.c      the remote tree a metapage names: create, open (cached), check
+ *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
+ *   dmstandby.c   hot standbys: tids past the heap's end, the removal horizon
  *   dmfailover.c  who writes a tree: sync-rep waits, fencing, takeover after promotion
+ *   dmpartition.c key ranges per instance; picking up a new partition map
+ *   dmwal.c       the WAL resource manager: written nodes, for standbys' caches
+ *   dmshmem.c     the node cache in shared memory
+ *   dmclaim.c     this server's claim of its instance id on the memnodes
+ * Trees nobody uses any more, and checks:
+ *   dmgc.c        freeing the trees of dropped indexes and aborted builds
  *   dmgcworker.c  the background worker that collects orphaned trees
+ *   dmcheck.c     dmindex_stats(), dmindex_check(), dmindex_gc()
+ * dmindex.c (_PG_init, dmindex.h) calls each file's init function.
  *
  * Keys.  Every opclass maps its type to a 64-bit unsigned key that orders
  * exactly like the type's btree order (support function 1, "encode",
