@@ -2,9 +2,9 @@
  * dm_tree_descend.c — finding the node that covers an entry: descent from
  * the root (or, in executor mode, from the offloaded start node) through the
  * cache, following right links past half-done splits and restarting when a
- * node turns out to be reused or dead; and root growth (grow_root), which
- * the splitter of a root does, and anyone who meets a root whose split never
- * got its new root.  Writes (dm_tree.c) lock what this finds.
+ * node turns out to be reused or dead; and root growth (dm_tree_grow_root),
+ * which the splitter of a root does, and anyone who meets a root whose
+ * split never got its new root.  Writes (dm_tree.c) lock what this finds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +174,7 @@ out:
  * the tree is not yet as tall as `level`, the root word is read again, with
  * backoff.  A root read from the root word that does not span the key space
  * is the left half of a root split whose new root was not installed: a
- * writer (no_read: lock_covering) installs one (grow_root) and starts over;
+ * writer (no_read: lock_covering) installs one (dm_tree_grow_root) and starts over;
  * a reader follows right links, as past any half-done split.
  */
 int

@@ -48,9 +48,10 @@
  * node DIRTY for longer than its retries (dm_node_read) — finds the slot
  * from the lock value and, if the slot holds an image of exactly this node
  * (address, version = the DIRTY version made clean, valid checksum),
- * stores it and makes the version clean (repair_locked): the very bytes the
- * dead writer was storing, so repairing is idempotent, and done under the
- * lock, so no other writer is writing the node meanwhile.  The residual
+ * stores it and makes the version clean (dm_tree_repair_locked in
+ * dm_tree_redo.c): the very bytes the dead writer was storing, so
+ * repairing is idempotent, and done under the lock, so no other writer is
+ * writing the node meanwhile.  The residual
  * risk is a writer that is not dead but stalled between two stores for
  * longer than lock_timeout (default 10 s): its remaining stores, equal to
  * the repaired bytes, would land on whatever was written after the repair.
