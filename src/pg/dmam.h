@@ -18,6 +18,7 @@
  *   dmkey.c       key encoding: support functions and scan-key bounds
  *   dmmetapage.c  the metapage (block 0) as a page: reading, writing
  *   dmmeta.c      the remote tree a metapage names: create, open (cached), check
+ *   dmtreeerror.c the error for a failed tree operation (dmindex_tree_error)
  *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
  *   dmstandby.c   hot standbys: tids past the heap's end, the removal horizon
  *   dmfailover.c  who writes a tree: sync-rep waits, fencing, takeover after promotion
@@ -236,7 +237,7 @@ extern bool dmindex_claim_held_by_other(struct dm_client *client, uint16 node, i
  */
 extern dm_tree *dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional);
 
-/* Raise the error for a failed tree operation. */
+/* Raise the error for a failed tree operation (dmtreeerror.c). */
 extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_attribute_noreturn();
 
 /* ---- per-transaction insert buffer (dminsert.c) --------------------------------- */
