@@ -22,7 +22,8 @@
  *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
  *   dmstandby.c   hot standbys: tids past the heap's end, the removal horizon
  *   dmfailover.c  who writes a tree: sync-rep waits, fencing, takeover after promotion
- *   dmpartition.c key ranges per instance; picking up a new partition map
+ *   dmpartition.c key ranges per instance: picking up a new partition map
+ *   dmpartfuncs.c dmindex_set_partitions(), dmindex_partitions(), dmindex_owner()
  *   dmwal.c       the WAL resource manager: written nodes, for standbys' caches
  *   dmshmem.c     the node cache in shared memory
  *   dmclaim.c     this server's claim of its instance id on the memnodes
