@@ -316,11 +316,17 @@ extern int	dm_tree_read_horizon_after(dm_tree *t);
  */
 extern int	dm_node_alloc_split(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version);
 
-/* dm_tree_reclaim.c */
+/* dm_tree_reuse.c */
 /* Pop a free node on memnode (DM_ERR_NOTFOUND: none); *version its last version. */
 extern int	dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version);
 /* Give back a popped node that was never written. */
 extern int	dm_tree_reuse_return(dm_tree *t, dm_gaddr addr);
+/* Put a free (DEAD, unlinked) node into an empty slot; *pushed = 0 if the list is full. */
+extern int	dm_tree_reuse_push(dm_tree *t, dm_gaddr addr, int *pushed);
+/* Free slots in the reuse list: how many leaves a reclaim pass may take out. */
+extern int	dm_tree_reuse_free_slots(dm_tree *t, int *n);
+
+/* dm_tree_reclaim.c */
 /*
  * The locked node (wl, copy buf) has as right sibling a DEAD node (copy
  * rbuf) whose low fence is buf's high fence: finish that unlink (buf takes
