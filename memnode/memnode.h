@@ -4,7 +4,8 @@
  * and the functions of its files (main.c flags and lifecycle, region_mem.c
  * region memory, region_attach.c reattaching a region file on restart,
  * server.c connections, exec.c request execution, auth.c authentication,
- * offload.c the offload executor, ucx.c the UCX export, log.c logging).
+ * offload.c the offload executor, ucx.c the UCX export, log.c logging,
+ * clock.c clocks).
  */
 #ifndef MEMNODE_H
 #define MEMNODE_H
@@ -167,6 +168,7 @@ extern int	mn_offload_slots(void);
 extern int	mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const uint8_t *args,
 						   const uint8_t **rep, uint32_t *replen);
 
+/* clock.c */
 extern uint64_t mn_mono_ns(void);
 extern uint64_t mn_unix_ns(void);
 
