@@ -69,7 +69,8 @@ rpc(dm_client *c, uint16_t node_id, uint32_t code, const void *req, uint32_t req
 	if (reqlen > 256)
 		return DM_ERR_INTERNAL;
 	memcpy(body, &hdr, sizeof(hdr));
-	memcpy(body + sizeof(hdr), req, reqlen);
+	if (reqlen > 0)				/* req may be NULL then (memcpy wants a pointer even for 0 bytes) */
+		memcpy(body + sizeof(hdr), req, reqlen);
 	if ((rbody = malloc(sizeof(dm_rpc_hdr) + replen)) == NULL)
 		return dm_fail(c, NULL, DM_ERR_NOMEM, "out of memory");
 	rc = dm_client_raw(c, node_id, DM_MSG_RPC, body, sizeof(hdr) + reqlen, &rh, rbody,
