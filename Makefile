@@ -86,7 +86,7 @@ check-unit: standalone
 FUZZ_CC ?= clang
 FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(filter-out test/fuzz/fuzz_memnode.c,$(wildcard test/fuzz/fuzz_*.c)))
-# the executor and what it uses: memnode/main.c and server.c are replaced by fuzz_memnode.c
+# the executor and what it uses: memnode/main.c, server.c and clock.c are replaced by fuzz_memnode.c
 # exec.c runs the offload executor (memnode/offload.c), which is the tree code: all of src/dm
 FUZZ_SRCS := test/fuzz/fuzz_memnode.c memnode/exec.c memnode/auth.c memnode/log.c memnode/offload.c \
 	$(DM_SRCS)

@@ -59,18 +59,18 @@ reply_begin(const dm_frame_hdr *req, uint32_t body_len, int status,
 
 /* The reply of a completed handshake: who we are and how to reach our region. */
 static void
-fill_hello_rep(dm_hello_rep *rep)
+fill_hello_rep(const mn_state *mns, dm_hello_rep *rep)
 {
 	rep->version = DM_PROTO_VERSION;
-	rep->node_id = mn.region.node_id;
-	rep->incarnation = mn.region.sb->incarnation;
-	rep->region_size = mn.region.size;
-	rep->chunk_size = mn.region.sb->chunk_size;
-	rep->data_offset = mn.region.sb->data_off;
-	if (mn.shm_path[0])
+	rep->node_id = mns->region.node_id;
+	rep->incarnation = mns->region.sb->incarnation;
+	rep->region_size = mns->region.size;
+	rep->chunk_size = mns->region.sb->chunk_size;
+	rep->data_offset = mns->region.sb->data_off;
+	if (mns->shm_path[0])
 	{
 		rep->flags |= DM_HELLO_REP_SHM;
-		memcpy(rep->shm_path, mn.shm_path, sizeof(rep->shm_path));
+		memcpy(rep->shm_path, mns->shm_path, sizeof(rep->shm_path));
 	}
 }
 
@@ -112,7 +112,7 @@ exec_hello(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 		else
 		{
 			ci->handshaken = 1;
-			fill_hello_rep(&rep);
+			fill_hello_rep(ci->mns, &rep);
 		}
 		if (status == DM_OK)
 			mn_log(LOG_DEBUG, "client %s (%s) %s%s", ci->peer, req.client_name,
@@ -148,7 +148,7 @@ exec_auth(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8
 	if (status == DM_OK)
 	{
 		ci->handshaken = 1;
-		fill_hello_rep(&rep.hello);
+		fill_hello_rep(ci->mns, &rep.hello);
 	}
 	if ((b = reply_begin(h, status == DM_OK ? sizeof(rep) : 0, status, out, out_len, out_cap)) == NULL)
 		return -1;
@@ -161,6 +161,7 @@ static int
 exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_t *body,
 		   uint32_t blen, uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
 {
+	mn_state   *mns = ci->mns;
 	const dm_wire_op *ops;
 	const uint8_t *payload;
 	uint32_t	nops, bad = UINT32_MAX;
@@ -183,12 +184,12 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	mn_auth_batch_begin(ci);
 	for (uint32_t i = 0; i < nops && status == DM_OK; i++)
 	{
-		if ((ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || dm_gaddr_node(ops[i].addr) != mn.region.node_id)
+		if ((ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || dm_gaddr_node(ops[i].addr) != mns->region.node_id)
 			status = DM_ERR_RANGE;
 		else
-			status = dm_region_check_op(&mn.region, ops[i].kind, dm_gaddr_offset(ops[i].addr), ops[i].len);
+			status = dm_region_check_op(&mns->region, ops[i].kind, dm_gaddr_offset(ops[i].addr), ops[i].len);
 		if (status == DM_OK && ci->ident != 0 &&
-			(status = dm_region_check_owner(&mn.region, dm_gaddr_offset(ops[i].addr), ops[i].len, ci->ident)) != DM_OK)
+			(status = dm_region_check_owner(&mns->region, dm_gaddr_offset(ops[i].addr), ops[i].len, ci->ident)) != DM_OK)
 			ctr->access_denied++;
 		if (status != DM_OK)
 			bad = i;
@@ -215,19 +216,19 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 	((dm_batch_hdr *) b)->bad_index = UINT32_MAX;
 	results = (uint64_t *) (b + sizeof(dm_batch_hdr));
 	data = (uint8_t *) (results + nops);
-	if (mn.region.journal != NULL && dm_journal_needed(ops, nops))
+	if (mns->region.journal != NULL && dm_journal_needed(ops, nops))
 	{
-		uint32_t	k = (uint32_t) mn_worker_id % (uint32_t) mn.region.sb->journal_slots;
+		uint32_t	k = (uint32_t) mn_worker_id % (uint32_t) mns->region.sb->journal_slots;
 
-		if (mn.journal_locks)
-			pthread_mutex_lock(jlock = &mn.journal_locks[k]);
-		jused = dm_journal_slot_at(&mn.region, k);
+		if (mns->journal_locks)
+			pthread_mutex_lock(jlock = &mns->journal_locks[k]);
+		jused = dm_journal_slot_at(&mns->region, k);
 		if (dm_journal_begin(jused, body, blen))
 			jslot = jused;		/* else too big: executed unjournaled (the slot says so) */
 	}
 	for (uint32_t i = 0; i < nops; i++)
 	{
-		uint8_t    *p = mn.region.base + dm_gaddr_offset(ops[i].addr);
+		uint8_t    *p = mns->region.base + dm_gaddr_offset(ops[i].addr);
 
 		if (skip)
 		{
@@ -282,29 +283,29 @@ exec_batch(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint
 }
 
 static void
-fill_stats(dm_node_stats *st)
+fill_stats(mn_state *mns, dm_node_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->region_size = mn.region.size;
-	st->chunk_size = mn.region.sb->chunk_size;
-	st->chunks_total = mn.region.sb->nchunks;
-	st->chunks_used = mn.region.sb->chunks_used;
-	st->catalog_capacity = mn.region.sb->catalog_capacity;
-	st->incarnation = mn.region.sb->incarnation;
-	st->uptime_ms = (mn_mono_ns() - mn.start_mono_ns) / 1000000u;
-	st->connections = (uint64_t) __atomic_load_n(&mn.connections, __ATOMIC_RELAXED);
-	st->node_id = mn.region.node_id;
-	st->threads = (uint32_t) mn.cfg.threads;
+	st->region_size = mns->region.size;
+	st->chunk_size = mns->region.sb->chunk_size;
+	st->chunks_total = mns->region.sb->nchunks;
+	st->chunks_used = mns->region.sb->chunks_used;
+	st->catalog_capacity = mns->region.sb->catalog_capacity;
+	st->incarnation = mns->region.sb->incarnation;
+	st->uptime_ms = (mn_mono_ns() - mns->start_mono_ns) / 1000000u;
+	st->connections = (uint64_t) __atomic_load_n(&mns->connections, __ATOMIC_RELAXED);
+	st->node_id = mns->region.node_id;
+	st->threads = (uint32_t) mns->cfg.threads;
 	/* a walk of the chunk table and the returned ranges: under the allocator's lock */
-	pthread_mutex_lock(&mn.region_lock);
-	st->bytes_in_use = dm_region_bytes_in_use(&mn.region);
+	pthread_mutex_lock(&mns->region_lock);
+	st->bytes_in_use = dm_region_bytes_in_use(&mns->region);
 	/* instance claims (dm_claim.h) are catalog entries, not trees */
-	st->trees = mn.region.sb->trees - dm_region_cat_count_named(&mn.region, DM_CLAIM_PREFIX);
-	pthread_mutex_unlock(&mn.region_lock);
+	st->trees = mns->region.sb->trees - dm_region_cat_count_named(&mns->region, DM_CLAIM_PREFIX);
+	pthread_mutex_unlock(&mns->region_lock);
 	/* racy reads of other workers' counters: fine for statistics */
-	for (int w = 0; w < mn.cfg.threads; w++)
+	for (int w = 0; w < mns->cfg.threads; w++)
 	{
-		const mn_counters *k = &mn.worker_counters[w];
+		const mn_counters *k = &mns->worker_counters[w];
 
 		st->connections_total += k->connections_total;
 		st->frames_bad += k->frames_bad;
@@ -332,7 +333,7 @@ own_tree_id(const mn_conn_info *ci, uint64_t tree_id)
 
 	if (ci->ident == 0)
 		return DM_OK;
-	if (dm_region_tree_owner(&mn.region, tree_id, &ident) != DM_OK || ident != ci->ident)
+	if (dm_region_tree_owner(&ci->mns->region, tree_id, &ident) != DM_OK || ident != ci->ident)
 		return DM_ERR_PERMISSION;
 	return DM_OK;
 }
@@ -345,7 +346,7 @@ own_tree_name(const mn_conn_info *ci, const dm_tree_name *name)
 
 	if (ci->ident == 0)
 		return DM_OK;
-	if ((rc = dm_region_cat_owner(&mn.region, name, &ident, NULL)) != DM_OK)
+	if ((rc = dm_region_cat_owner(&ci->mns->region, name, &ident, NULL)) != DM_OK)
 		return rc;				/* NOTFOUND / INVALID: as without authentication */
 	return ident == ci->ident ? DM_OK : DM_ERR_PERMISSION;
 }
@@ -356,16 +357,17 @@ own_chunk(const mn_conn_info *ci, dm_gaddr addr)
 {
 	if (ci->ident == 0)
 		return DM_OK;
-	if ((addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(addr) != mn.region.node_id ||
-		dm_gaddr_offset(addr) >= mn.region.size)
+	if ((addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(addr) != ci->mns->region.node_id ||
+		dm_gaddr_offset(addr) >= ci->mns->region.size)
 		return DM_ERR_RANGE;
-	return dm_region_check_owner(&mn.region, dm_gaddr_offset(addr), 1, ci->ident);
+	return dm_region_check_owner(&ci->mns->region, dm_gaddr_offset(addr), 1, ci->ident);
 }
 
 static int
 exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_t *body,
 		 uint32_t blen, uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
 {
+	mn_state   *mns = ci->mns;
 	dm_rpc_hdr	rh;
 	int			need;
 	const uint8_t *args;
@@ -404,7 +406,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 					break;
 				}
 			case DM_RPC_STATS:
-				fill_stats((dm_node_stats *) rep);
+				fill_stats(ci->mns, (dm_node_stats *) rep);
 				replen = sizeof(dm_node_stats);
 				break;
 			case DM_RPC_UCX_ATTACH:
@@ -413,12 +415,12 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 					/* (in a block: a declaration may not follow a case label in C11) */
 					_Static_assert(sizeof(dm_rpc_ucx_rep) + DM_UCX_BLOB_MAX <= sizeof(rep), "UCX attach fits a reply");
 				}
-				if (mn.ucx_blob == NULL)
+				if (mns->ucx_blob == NULL)
 					status = DM_ERR_NOSHM;
 				else
 				{
-					memcpy(rep, mn.ucx_blob, mn.ucx_blob_len);
-					replen = mn.ucx_blob_len;
+					memcpy(rep, mns->ucx_blob, mns->ucx_blob_len);
+					replen = mns->ucx_blob_len;
 				}
 				break;
 			default:
@@ -430,17 +432,17 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 
 					memcpy(&u, args, sizeof(u));
 					memcpy(&name, args, sizeof(name) <= (size_t) need ? sizeof(name) : 0);
-					pthread_mutex_lock(&mn.region_lock);
+					pthread_mutex_lock(&mns->region_lock);
 					switch ((dm_rpc_code) rh.code)
 					{
 						case DM_RPC_CHUNK_ALLOC:
 							if ((status = own_tree_id(ci, u.value)) != DM_OK)
 								break;
-							status = dm_region_chunk_alloc(&mn.region, u.value, mn_unix_ns(), &off);
+							status = dm_region_chunk_alloc(&mns->region, u.value, mn_unix_ns(), &off);
 							if (status == DM_OK)
 							{
-								dm_rpc_alloc_rep ar = {.chunk = dm_gaddr_make(mn.region.node_id, off),
-								.size = mn.region.sb->chunk_size};
+								dm_rpc_alloc_rep ar = {.chunk = dm_gaddr_make(mns->region.node_id, off),
+								.size = mns->region.sb->chunk_size};
 
 								memcpy(rep, &ar, sizeof(ar));
 								replen = sizeof(ar);
@@ -453,10 +455,10 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 								memcpy(&sr, args, sizeof(sr));
 								if ((status = own_tree_id(ci, sr.owner)) != DM_OK)
 									break;
-								status = dm_region_slab_alloc(&mn.region, sr.owner, sr.size, mn_unix_ns(), &off);
+								status = dm_region_slab_alloc(&mns->region, sr.owner, sr.size, mn_unix_ns(), &off);
 								if (status == DM_OK)
 								{
-									dm_rpc_alloc_rep ar = {.chunk = dm_gaddr_make(mn.region.node_id, off),
+									dm_rpc_alloc_rep ar = {.chunk = dm_gaddr_make(mns->region.node_id, off),
 									.size = sr.size};
 
 									memcpy(rep, &ar, sizeof(ar));
@@ -469,41 +471,41 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 								dm_rpc_slab_free_req fr;
 
 								memcpy(&fr, args, sizeof(fr));
-								if ((fr.addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(fr.addr) != mn.region.node_id)
+								if ((fr.addr & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(fr.addr) != mns->region.node_id)
 									status = DM_ERR_RANGE;
 								else if ((status = own_tree_id(ci, fr.owner)) == DM_OK)
-									status = dm_region_slab_free(&mn.region, fr.owner, dm_gaddr_offset(fr.addr), fr.size);
+									status = dm_region_slab_free(&mns->region, fr.owner, dm_gaddr_offset(fr.addr), fr.size);
 								freed = status == DM_OK;
 								break;
 							}
 						case DM_RPC_CHUNK_FREE:
-							if ((u.value & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(u.value) != mn.region.node_id)
+							if ((u.value & DM_GADDR_RESERVED_BIT) || dm_gaddr_node(u.value) != mns->region.node_id)
 								status = DM_ERR_RANGE;
 							else if ((status = own_chunk(ci, u.value)) == DM_OK)
-								status = dm_region_chunk_free(&mn.region, dm_gaddr_offset(u.value));
+								status = dm_region_chunk_free(&mns->region, dm_gaddr_offset(u.value));
 							freed = status == DM_OK;
 							break;
 						case DM_RPC_CHUNK_FREE_OWNER:
 							if ((status = own_tree_id(ci, u.value)) != DM_OK)
 								break;
-							u.value = dm_region_chunk_free_owner(&mn.region, u.value);
+							u.value = dm_region_chunk_free_owner(&mns->region, u.value);
 							freed = 1;
 							memcpy(rep, &u, sizeof(u));
 							replen = sizeof(u);
 							break;
 						case DM_RPC_CAT_CREATE:
-							status = dm_region_cat_create_owned(&mn.region, &name, ci->client_pid, ci->ident,
+							status = dm_region_cat_create_owned(&mns->region, &name, ci->client_pid, ci->ident,
 																mn_unix_ns(), (dm_tree_info *) rep);
 							replen = sizeof(dm_tree_info);
 							break;
 						case DM_RPC_CAT_OPEN:
 							if ((status = own_tree_name(ci, &name)) == DM_OK)
-								status = dm_region_cat_open(&mn.region, &name, (dm_tree_info *) rep);
+								status = dm_region_cat_open(&mns->region, &name, (dm_tree_info *) rep);
 							replen = sizeof(dm_tree_info);
 							break;
 						case DM_RPC_CAT_DROP:
 							if ((status = own_tree_name(ci, &name)) == DM_OK)
-								status = dm_region_cat_drop(&mn.region, &name, &u.value);
+								status = dm_region_cat_drop(&mns->region, &name, &u.value);
 							freed = status == DM_OK;
 							memcpy(rep, &u, sizeof(u));
 							replen = sizeof(u);
@@ -520,7 +522,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 									break;
 								}
 								/* with authentication, only the caller's trees */
-								lp.count = dm_region_cat_list_owned(&mn.region, lr.start_slot, lr.max, lr.kind,
+								lp.count = dm_region_cat_list_owned(&mns->region, lr.start_slot, lr.max, lr.kind,
 																	lr.dboid, lr.sysid,
 																	ci->ident != 0 ? &ci->ident : NULL,
 																	(dm_tree_info *) (rep + sizeof(lp)),
@@ -535,7 +537,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 					/* freed memory may go to another identity: not while old batches run */
 					if (freed && ci->ident != 0)
 						mn_auth_quiesce();
-					pthread_mutex_unlock(&mn.region_lock);
+					pthread_mutex_unlock(&mns->region_lock);
 				}
 		}
 	}

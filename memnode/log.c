@@ -11,6 +11,16 @@
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
+/* The configuration lines follow (mn_log_init); before it, a zeroed one. */
+static const mn_config no_cfg;
+static const mn_config *log_cfg = &no_cfg;
+
+void
+mn_log_init(const mn_config *cfg)
+{
+	log_cfg = cfg;
+}
+
 static void
 vlog(int level, const char *fmt, va_list ap)
 {
@@ -24,7 +34,7 @@ vlog(int level, const char *fmt, va_list ap)
 	localtime_r(&now.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
 	n = snprintf(line, sizeof(line), "%s.%03ld memnode[%d] %s: ", ts, now.tv_nsec / 1000000,
-				 mn.cfg.node_id, level_names[level]);
+				 log_cfg->node_id, level_names[level]);
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	/* one write per line so lines from several threads do not interleave */
 	fprintf(stderr, "%s\n", line);
@@ -35,7 +45,7 @@ mn_log(int level, const char *fmt,...)
 {
 	va_list		ap;
 
-	if (level > mn.cfg.log_level)
+	if (level > log_cfg->log_level)
 		return;
 	va_start(ap, fmt);
 	vlog(level, fmt, ap);
@@ -51,7 +61,7 @@ mn_log_limited(const char *fmt,...)
 	uint64_t	sec = mn_mono_ns() / 1000000000u;
 	va_list		ap;
 
-	if (LOG_WARN > mn.cfg.log_level)
+	if (LOG_WARN > log_cfg->log_level)
 		return;
 	/* approximate under races, which is fine for a log limiter */
 	if (__atomic_load_n(&window, __ATOMIC_RELAXED) != sec)

@@ -23,24 +23,6 @@
 
 mn_state	mn;
 
-uint64_t
-mn_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-uint64_t
-mn_unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static void
 usage(FILE *f)
 {
@@ -368,6 +350,7 @@ main(int argc, char **argv)
 	sigset_t	sigs;
 	int			sig = 0;
 
+	mn_log_init(&mn.cfg);
 	parse_args(argc, argv);
 	mn.start_mono_ns = mn_mono_ns();
 	pthread_mutex_init(&mn.region_lock, NULL);
@@ -387,26 +370,26 @@ main(int argc, char **argv)
 	/* before anything listens: a bad auth file must not leave an open memnode */
 	if (mn.cfg.auth_file[0] && mn_auth_load(mn.cfg.auth_file) < 0)
 		return 1;
-	if (mn_server_listen() < 0)
+	if (mn_server_listen(&mn) < 0)
 		return 1;
 	if (mn.cfg.ucx && mn_ucx_init() < 0)
 		return 1;
 	/* at most this many workers run offloaded operations at once (offload.c) */
 	mn_offload_init(mn.cfg.offload_threads >= 0 ? mn.cfg.offload_threads : (mn.cfg.threads + 1) / 2);
-	if (mn_region_create() < 0)
+	if (mn_region_create(&mn) < 0)
 	{
-		mn_region_close(0);
+		mn_region_close(&mn, 0);
 		return 1;
 	}
-	if (mn.cfg.ucx && mn_ucx_export(mn.base, mn.region.size) < 0)
+	if (mn.cfg.ucx && mn_ucx_export(&mn, mn.base, mn.region.size) < 0)
 	{
-		mn_region_close(0);
+		mn_region_close(&mn, 0);
 		return 1;
 	}
-	if (mn_server_start() < 0)
+	if (mn_server_start(&mn) < 0)
 	{
 		mn_log(LOG_ERROR, "cannot start worker threads");
-		mn_region_close(0);
+		mn_region_close(&mn, 0);
 		return 1;
 	}
 	mn_log(LOG_INFO, "serving %llu bytes (%llu chunks of %llu bytes) on %s:%d with %d threads%s%s",
@@ -432,9 +415,9 @@ main(int argc, char **argv)
 	}
 	mn_log(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	/* returns once no worker is inside a batch any more */
-	mn_server_stop();
+	mn_server_stop(&mn);
 	mn_ucx_stop();
-	mn_region_close(1);
+	mn_region_close(&mn, 1);
 	mn_log(LOG_INFO, "stopped");
 	return 0;
 }

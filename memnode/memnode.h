@@ -1,9 +1,11 @@
 /*
  * memnode.h — shared declarations of the dmindex-memnode daemon: its
- * configuration, global state, and the functions of its files
- * (main.c flags and lifecycle, region_mem.c region memory, region_attach.c
- * reattaching a region file on restart, server.c connections, exec.c
- * request execution, log.c logging).
+ * configuration, its state (owned by main.c and passed to the other files),
+ * and the functions of its files (main.c flags and lifecycle, region_mem.c
+ * region memory, region_attach.c reattaching a region file on restart,
+ * server.c connections, exec.c request execution, auth.c authentication,
+ * offload.c the offload executor, ucx.c the UCX export, log.c logging,
+ * clock.c clocks).
  */
 #ifndef MEMNODE_H
 #define MEMNODE_H
@@ -78,17 +80,25 @@ typedef struct mn_state
 	int			ucx_allocated;	/* the region came from ucp_mem_map(ALLOCATE) */
 } mn_state;
 
+/*
+ * The memnode's state.  main.c owns the one instance and hands it to the
+ * other files: to the server (mn_server_*), the region (mn_region_*,
+ * mn_ucx_*), the request executor through each connection's mn_conn_info,
+ * and its configuration to the log (mn_log_init).  Only offload.c still
+ * reads the instance directly.
+ */
 extern mn_state mn;
 
-/* log.c */
+/* log.c: lines carry cfg's node id; levels above cfg's log_level are dropped */
+extern void mn_log_init(const mn_config *cfg);
 extern void mn_log(int level, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 /* Like mn_log(LOG_WARN) but at most a few lines per second (hostile input). */
 extern void mn_log_limited(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
 /* region_mem.c: obtain (reattach or format) and release the region */
-extern int	mn_region_create(void);
+extern int	mn_region_create(mn_state *mns);
 /* clean: a shutdown after every batch finished (the next start trusts the journal is idle) */
-extern void mn_region_close(int clean);
+extern void mn_region_close(mn_state *mns, int clean);
 
 /*
  * ucx.c: the UCX export (--ucx).  mn_ucx_init before the region exists;
@@ -97,26 +107,27 @@ extern void mn_region_close(int clean);
  * by mn_ucx_alloc), packs the rkey and starts the progress thread.
  */
 extern int	mn_ucx_init(void);
-extern void *mn_ucx_alloc(uint64_t size);
-extern int	mn_ucx_export(void *base, uint64_t size);
+extern void *mn_ucx_alloc(mn_state *mns, uint64_t size);
+extern int	mn_ucx_export(mn_state *mns, void *base, uint64_t size);
 extern void mn_ucx_stop(void);
 
 /* region_attach.c: deciding whether a region file can be reattached, and doing it */
-extern const char *mn_region_not_intact(void *base, uint64_t file_size, uint64_t want_size);
-extern int	mn_region_reattach(void *base, uint64_t size);
+extern const char *mn_region_not_intact(const mn_state *mns, void *base, uint64_t file_size, uint64_t want_size);
+extern int	mn_region_reattach(mn_state *mns, void *base, uint64_t size);
 extern void mn_boot_id(uint64_t out[2]);
 
 /* exec.c runs on worker threads; each has an id (server.c) that picks its journal slot */
 extern __thread int mn_worker_id;
 
 /* server.c */
-extern int	mn_server_listen(void);
-extern int	mn_server_start(void);
-extern void mn_server_stop(void);
+extern int	mn_server_listen(mn_state *mns);
+extern int	mn_server_start(mn_state *mns);
+extern void mn_server_stop(mn_state *mns);
 
 /* exec.c: handle one complete request frame; append the reply to *out. */
 typedef struct mn_conn_info
 {
+	mn_state   *mns;			/* the memnode serving it (server.c sets it) */
 	int			handshaken;
 	int			tear;
 	int			close_after_reply;
@@ -157,6 +168,7 @@ extern int	mn_offload_slots(void);
 extern int	mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const uint8_t *args,
 						   const uint8_t **rep, uint32_t *replen);
 
+/* clock.c */
 extern uint64_t mn_mono_ns(void);
 extern uint64_t mn_unix_ns(void);
 

@@ -63,7 +63,7 @@ mn_boot_id(uint64_t out[2])
 }
 
 const char *
-mn_region_not_intact(void *base, uint64_t file_size, uint64_t want_size)
+mn_region_not_intact(const mn_state *mns, void *base, uint64_t file_size, uint64_t want_size)
 {
 	static char why[300];
 	const dm_superblock *sb = base;
@@ -88,10 +88,10 @@ mn_region_not_intact(void *base, uint64_t file_size, uint64_t want_size)
 		return "its superblock checksum does not match";
 	if (dm_region_attach(&r, base, file_size) != DM_OK)
 		return "its superblock describes an impossible layout";
-	if (sb->node_id != (uint32_t) mn.cfg.node_id)
+	if (sb->node_id != (uint32_t) mns->cfg.node_id)
 	{
 		snprintf(why, sizeof(why), "it belongs to memnode id %u, this one has --id %d",
-				 sb->node_id, mn.cfg.node_id);
+				 sb->node_id, mns->cfg.node_id);
 		return why;
 	}
 	if (sb->state == DM_SB_REPLACED)
@@ -138,9 +138,9 @@ replay_journal(dm_region *r, int was_clean)
 }
 
 int
-mn_region_reattach(void *base, uint64_t size)
+mn_region_reattach(mn_state *mns, void *base, uint64_t size)
 {
-	dm_region  *r = &mn.region;
+	dm_region  *r = &mns->region;
 	dm_region_recovery rec;
 	int			was_clean;
 	uint64_t	boot[2];
@@ -175,11 +175,11 @@ mn_region_reattach(void *base, uint64_t size)
 	__atomic_store_n(&r->sb->heartbeat_ns, mn_mono_ns(), __ATOMIC_RELEASE);
 	__atomic_store_n(&r->sb->state, DM_SB_LIVE, __ATOMIC_RELEASE);
 	mn_log(LOG_INFO, "reattached the region in \"%s\": incarnation %016llx kept, %llu trees, %llu of %llu chunks in use, start %llu of this region; %s",
-		   mn.region_path, (unsigned long long) r->sb->incarnation,
+		   mns->region_path, (unsigned long long) r->sb->incarnation,
 		   (unsigned long long) r->sb->trees, (unsigned long long) r->sb->chunks_used,
 		   (unsigned long long) r->sb->nchunks, (unsigned long long) r->sb->attach_count,
 		   was_clean ? "it was shut down cleanly" :
 		   "it was not shut down cleanly (the memnode was killed or crashed)");
-	mn.reattached = 1;
+	mns->reattached = 1;
 	return 0;
 }

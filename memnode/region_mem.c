@@ -84,23 +84,23 @@ hugetlbfs_dir(const char *dir)
 
 /* Which file the region lives in: --region-file, else the --shm export. */
 static int
-choose_path(void)
+choose_path(mn_state *mns)
 {
-	if (mn.cfg.region_file[0])
-		snprintf(mn.region_path, sizeof(mn.region_path), "%s", mn.cfg.region_file);
-	else if (mn.cfg.shm_path[0])
-		snprintf(mn.region_path, sizeof(mn.region_path), "%s", mn.cfg.shm_path);
-	else if (mn.cfg.hugepages)
+	if (mns->cfg.region_file[0])
+		snprintf(mns->region_path, sizeof(mns->region_path), "%s", mns->cfg.region_file);
+	else if (mns->cfg.shm_path[0])
+		snprintf(mns->region_path, sizeof(mns->region_path), "%s", mns->cfg.shm_path);
+	else if (mns->cfg.hugepages)
 	{
 		if (!hugetlbfs_dir("/dev/hugepages"))
 		{
 			mn_log(LOG_ERROR, "--hugepages on with --shm needs a hugetlbfs mount: /dev/hugepages is not one (give --shm-path on a hugetlbfs mount)");
 			return -1;
 		}
-		snprintf(mn.region_path, sizeof(mn.region_path), "/dev/hugepages/dmindex-memnode-%d", mn.cfg.listen_port);
+		snprintf(mns->region_path, sizeof(mns->region_path), "/dev/hugepages/dmindex-memnode-%d", mns->cfg.listen_port);
 	}
 	else
-		snprintf(mn.region_path, sizeof(mn.region_path), "/dev/shm/dmindex-memnode-%d", mn.cfg.listen_port);
+		snprintf(mns->region_path, sizeof(mns->region_path), "/dev/shm/dmindex-memnode-%d", mns->cfg.listen_port);
 	return 0;
 }
 
@@ -110,56 +110,56 @@ choose_path(void)
  * then retired or absent), or MAP_FAILED on a hard error.
  */
 static void *
-reattach_file(uint64_t size)
+reattach_file(mn_state *mns, uint64_t size)
 {
 	struct stat st;
 	void	   *base;
 	const char *why;
-	int			fd = open(mn.region_path, O_RDWR | O_CLOEXEC);
+	int			fd = open(mns->region_path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
 	{
 		if (errno != ENOENT)
 		{
-			mn_log(LOG_ERROR, "cannot open region file \"%s\": %s", mn.region_path, strerror(errno));
+			mn_log(LOG_ERROR, "cannot open region file \"%s\": %s", mns->region_path, strerror(errno));
 			return MAP_FAILED;
 		}
-		mn_log(LOG_INFO, "no region file at \"%s\": starting a fresh region", mn.region_path);
+		mn_log(LOG_INFO, "no region file at \"%s\": starting a fresh region", mns->region_path);
 		return NULL;
 	}
 	/* a live memnode holds a lock on its file: never take over a living region */
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 	{
-		mn_log(LOG_ERROR, "region file \"%s\" is in use by another running memnode", mn.region_path);
+		mn_log(LOG_ERROR, "region file \"%s\" is in use by another running memnode", mns->region_path);
 		close(fd);
 		return MAP_FAILED;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 	{
-		mn_log(LOG_ERROR, "region file \"%s\" is not a regular file", mn.region_path);
+		mn_log(LOG_ERROR, "region file \"%s\" is not a regular file", mns->region_path);
 		close(fd);
 		return MAP_FAILED;
 	}
-	if (mn.cfg.fresh_region)
+	if (mns->cfg.fresh_region)
 	{
-		mn_log(LOG_INFO, "--fresh-region: not reattaching the region in \"%s\"", mn.region_path);
-		retire_file(fd, mn.region_path);
+		mn_log(LOG_INFO, "--fresh-region: not reattaching the region in \"%s\"", mns->region_path);
+		retire_file(fd, mns->region_path);
 		close(fd);
 		return NULL;
 	}
 	base = (uint64_t) st.st_size >= 4096 ?
 		mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
 	why = base == MAP_FAILED ? "it is too small to hold a superblock" :
-		mn_region_not_intact(base, (uint64_t) st.st_size, size);
-	if (why == NULL && mn_region_reattach(base, size) < 0)
+		mn_region_not_intact(mns, base, (uint64_t) st.st_size, size);
+	if (why == NULL && mn_region_reattach(mns, base, size) < 0)
 		why = "its metadata could not be made consistent";
 	if (why != NULL)
 	{
 		mn_log(LOG_WARN, "region file \"%s\" cannot be reattached: %s; starting a fresh region under a new incarnation (indexes stored on this memnode must be rebuilt)",
-			   mn.region_path, why);
+			   mns->region_path, why);
 		if (base != MAP_FAILED)
 			munmap(base, (size_t) st.st_size);
-		retire_file(fd, mn.region_path);
+		retire_file(fd, mns->region_path);
 		close(fd);
 		return NULL;
 	}
@@ -169,33 +169,33 @@ reattach_file(uint64_t size)
 
 /* A new, empty region file of size bytes, mapped. */
 static void *
-create_file(uint64_t size)
+create_file(mn_state *mns, uint64_t size)
 {
 	void	   *base;
 
-	region_fd = open(mn.region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	region_fd = open(mns->region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (region_fd < 0 || flock(region_fd, LOCK_EX | LOCK_NB) < 0)
 	{
-		mn_log(LOG_ERROR, "cannot create region file \"%s\": %s", mn.region_path, strerror(errno));
+		mn_log(LOG_ERROR, "cannot create region file \"%s\": %s", mns->region_path, strerror(errno));
 		return NULL;
 	}
 	if (ftruncate(region_fd, (off_t) size) < 0)
 	{
-		mn_log(LOG_ERROR, "cannot size region file \"%s\" to %llu bytes: %s", mn.region_path,
+		mn_log(LOG_ERROR, "cannot size region file \"%s\" to %llu bytes: %s", mns->region_path,
 			   (unsigned long long) size, strerror(errno));
 		return NULL;
 	}
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd, 0);
 	if (base == MAP_FAILED)
 	{
-		mn_log(LOG_ERROR, "cannot map region file \"%s\": %s", mn.region_path, strerror(errno));
+		mn_log(LOG_ERROR, "cannot map region file \"%s\": %s", mns->region_path, strerror(errno));
 		return NULL;
 	}
 	return base;
 }
 
 static void *
-map_anon(uint64_t size)
+map_anon(mn_state *mns, uint64_t size)
 {
 	int			flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	void	   *base;
@@ -209,16 +209,16 @@ map_anon(uint64_t size)
 	 * --ucx: memory UCX allocates is what its shared-memory transports can
 	 * reach one-sidedly (ucx.c); huge pages keep to mmap (registered).
 	 */
-	if (mn.cfg.ucx && !mn.cfg.hugepages && (base = mn_ucx_alloc(size)) != NULL)
+	if (mns->cfg.ucx && !mns->cfg.hugepages && (base = mn_ucx_alloc(mns, size)) != NULL)
 		return base;
-	if (mn.cfg.hugepages)
+	if (mns->cfg.hugepages)
 		flags |= MAP_HUGETLB;
 	else
 		flags |= MAP_NORESERVE;
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (base == MAP_FAILED)
 	{
-		if (mn.cfg.hugepages)
+		if (mns->cfg.hugepages)
 			mn_log(LOG_ERROR, "cannot allocate %llu bytes of huge pages: %s (reserve them first, e.g. sysctl vm.nr_hugepages=%llu)",
 				   (unsigned long long) size, strerror(errno),
 				   (unsigned long long) (size >> 21));
@@ -232,126 +232,126 @@ map_anon(uint64_t size)
 
 /* Validate --numa-node before anything is allocated. */
 static int
-check_numa(void)
+check_numa(mn_state *mns)
 {
 	long long	freemem = 0;
 
-	if (mn.cfg.numa_node < 0)
+	if (mns->cfg.numa_node < 0)
 		return 0;
 	if (numa_available() < 0)
 	{
-		mn_log(LOG_ERROR, "--numa-node %d: this system does not support NUMA policies", mn.cfg.numa_node);
+		mn_log(LOG_ERROR, "--numa-node %d: this system does not support NUMA policies", mns->cfg.numa_node);
 		return -1;
 	}
-	if (mn.cfg.numa_node > numa_max_node() ||
-		!numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned) mn.cfg.numa_node))
+	if (mns->cfg.numa_node > numa_max_node() ||
+		!numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned) mns->cfg.numa_node))
 	{
 		mn_log(LOG_ERROR, "NUMA node %d does not exist (this machine has nodes 0-%d)",
-			   mn.cfg.numa_node, numa_max_node());
+			   mns->cfg.numa_node, numa_max_node());
 		return -1;
 	}
-	if (numa_node_size64(mn.cfg.numa_node, &freemem) <= 0)
+	if (numa_node_size64(mns->cfg.numa_node, &freemem) <= 0)
 	{
-		mn_log(LOG_ERROR, "NUMA node %d has no memory", mn.cfg.numa_node);
+		mn_log(LOG_ERROR, "NUMA node %d has no memory", mns->cfg.numa_node);
 		return -1;
 	}
 	return 0;
 }
 
 int
-mn_region_create(void)
+mn_region_create(mn_state *mns)
 {
-	uint64_t	size = mn.cfg.size - mn.cfg.size % DM_REGION_ALIGN;
-	int			in_file = mn.cfg.shm || mn.cfg.region_file[0];
+	uint64_t	size = mns->cfg.size - mns->cfg.size % DM_REGION_ALIGN;
+	int			in_file = mns->cfg.shm || mns->cfg.region_file[0];
 	uint32_t	slots = 0;
 	int			rc;
 
 	region_bytes = size;
-	if (check_numa() < 0)
+	if (check_numa(mns) < 0)
 		return -1;
 	if (in_file)
 	{
-		if (choose_path() < 0)
+		if (choose_path(mns) < 0)
 			return -1;
-		mn.base = reattach_file(size);
-		if (mn.base == MAP_FAILED)
+		mns->base = reattach_file(mns, size);
+		if (mns->base == MAP_FAILED)
 		{
-			mn.base = NULL;
-			mn.region_path[0] = '\0';
+			mns->base = NULL;
+			mns->region_path[0] = '\0';
 			return -1;
 		}
-		if (mn.base == NULL && (mn.base = create_file(size)) == NULL)
+		if (mns->base == NULL && (mns->base = create_file(mns, size)) == NULL)
 			return -1;
-		if (mn.cfg.shm)
-			snprintf(mn.shm_path, sizeof(mn.shm_path), "%s", mn.region_path);
+		if (mns->cfg.shm)
+			snprintf(mns->shm_path, sizeof(mns->shm_path), "%s", mns->region_path);
 		/* one journal slot per worker: only a region that outlives us needs one */
-		slots = mn.cfg.threads > DM_JOURNAL_MAX_SLOTS ? DM_JOURNAL_MAX_SLOTS : (uint32_t) mn.cfg.threads;
+		slots = mns->cfg.threads > DM_JOURNAL_MAX_SLOTS ? DM_JOURNAL_MAX_SLOTS : (uint32_t) mns->cfg.threads;
 	}
 	else
-		mn.base = map_anon(size);
-	if (mn.base == NULL)
+		mns->base = map_anon(mns, size);
+	if (mns->base == NULL)
 		return -1;
 	/* bind before the first touch, or the pages land wherever we run */
-	if (mn.cfg.numa_node >= 0)
+	if (mns->cfg.numa_node >= 0)
 	{
-		numa_tonode_memory(mn.base, size, mn.cfg.numa_node);
-		mn_log(LOG_INFO, "region bound to NUMA node %d", mn.cfg.numa_node);
+		numa_tonode_memory(mns->base, size, mns->cfg.numa_node);
+		mn_log(LOG_INFO, "region bound to NUMA node %d", mns->cfg.numa_node);
 	}
-	if (!mn.reattached)
+	if (!mns->reattached)
 	{
 		uint64_t	boot[2];
 
-		rc = dm_region_format(&mn.region, mn.base, size, (uint16_t) mn.cfg.node_id,
-							  mn.cfg.chunk_size, mn.cfg.catalog_capacity, slots,
+		rc = dm_region_format(&mns->region, mns->base, size, (uint16_t) mns->cfg.node_id,
+							  mns->cfg.chunk_size, mns->cfg.catalog_capacity, slots,
 							  new_incarnation(), mn_unix_ns());
 		if (rc != DM_OK)
 		{
 			mn_log(LOG_ERROR, "cannot lay out a region of %llu bytes with %llu-byte chunks and %u catalog entries: %s",
-				   (unsigned long long) size, (unsigned long long) mn.cfg.chunk_size,
-				   mn.cfg.catalog_capacity, dm_strerror(rc));
+				   (unsigned long long) size, (unsigned long long) mns->cfg.chunk_size,
+				   mns->cfg.catalog_capacity, dm_strerror(rc));
 			return -1;
 		}
 		mn_boot_id(boot);
-		mn.region.sb->boot_id[0] = boot[0];
-		mn.region.sb->boot_id[1] = boot[1];
-		mn.region.sb->heartbeat_ns = mn_mono_ns();
+		mns->region.sb->boot_id[0] = boot[0];
+		mns->region.sb->boot_id[1] = boot[1];
+		mns->region.sb->heartbeat_ns = mn_mono_ns();
 	}
-	else if (mn.region.sb->chunk_size != mn.cfg.chunk_size ||
-			 mn.region.sb->catalog_capacity != mn.cfg.catalog_capacity)
+	else if (mns->region.sb->chunk_size != mns->cfg.chunk_size ||
+			 mns->region.sb->catalog_capacity != mns->cfg.catalog_capacity)
 		mn_log(LOG_INFO, "keeping the region's layout (%llu-byte chunks, %llu catalog entries): --chunk-size and --catalog-size apply to fresh regions",
-			   (unsigned long long) mn.region.sb->chunk_size,
-			   (unsigned long long) mn.region.sb->catalog_capacity);
+			   (unsigned long long) mns->region.sb->chunk_size,
+			   (unsigned long long) mns->region.sb->catalog_capacity);
 	/* more workers than the region has journal slots: they share them */
-	if (mn.region.sb->journal_slots > 0 && (uint64_t) mn.cfg.threads > mn.region.sb->journal_slots)
+	if (mns->region.sb->journal_slots > 0 && (uint64_t) mns->cfg.threads > mns->region.sb->journal_slots)
 	{
-		mn.journal_locks = calloc(mn.region.sb->journal_slots, sizeof(pthread_mutex_t));
-		if (mn.journal_locks == NULL)
+		mns->journal_locks = calloc(mns->region.sb->journal_slots, sizeof(pthread_mutex_t));
+		if (mns->journal_locks == NULL)
 			return -1;
-		for (uint64_t k = 0; k < mn.region.sb->journal_slots; k++)
-			pthread_mutex_init(&mn.journal_locks[k], NULL);
+		for (uint64_t k = 0; k < mns->region.sb->journal_slots; k++)
+			pthread_mutex_init(&mns->journal_locks[k], NULL);
 	}
 	return 0;
 }
 
 void
-mn_region_close(int clean)
+mn_region_close(mn_state *mns, int clean)
 {
-	dm_superblock *sb = mn.region.sb;
+	dm_superblock *sb = mns->region.sb;
 
-	if (mn.base == NULL)
+	if (mns->base == NULL)
 		return;
 	if (sb != NULL)
 	{
 		/* shm clients see DEAD at their next operation */
 		__atomic_store_n(&sb->state, DM_SB_DEAD, __ATOMIC_RELEASE);
-		if (mn.region_path[0] && clean)
+		if (mns->region_path[0] && clean)
 		{
 			/*
 			 * shm clients store into the region themselves and look at the
 			 * state once per batch: give a batch begun before DEAD time to
 			 * end before the region is written back and called clean.
 			 */
-			if (mn.shm_path[0] || mn.ucx_blob)
+			if (mns->shm_path[0] || mns->ucx_blob)
 				usleep(100 * 1000);
 			/*
 			 * Every worker has stopped, so no batch is half done: say so, and
@@ -359,17 +359,17 @@ mn_region_close(int clean)
 			 * (for a file on a disk or a DAX mount) finds it intact.
 			 */
 			__atomic_store_n(&sb->clean, DM_SB_CLEAN, __ATOMIC_RELEASE);
-			if (msync(mn.base, mn.region.size, MS_SYNC) < 0 || fsync(region_fd) < 0)
-				mn_log(LOG_WARN, "cannot write back region file \"%s\": %s", mn.region_path, strerror(errno));
+			if (msync(mns->base, mns->region.size, MS_SYNC) < 0 || fsync(region_fd) < 0)
+				mn_log(LOG_WARN, "cannot write back region file \"%s\": %s", mns->region_path, strerror(errno));
 			mn_log(LOG_INFO, "region file \"%s\" kept for the next start (incarnation %016llx, shut down cleanly)",
-				   mn.region_path, (unsigned long long) sb->incarnation);
+				   mns->region_path, (unsigned long long) sb->incarnation);
 		}
 	}
 	/* memory from ucp_mem_map stays mapped until exit (ucx.c) */
-	if (!mn.ucx_allocated)
-		munmap(mn.base, region_bytes);
+	if (!mns->ucx_allocated)
+		munmap(mns->base, region_bytes);
 	if (region_fd >= 0)
 		close(region_fd);
 	region_fd = -1;
-	mn.base = NULL;
+	mns->base = NULL;
 }

@@ -54,6 +54,7 @@ typedef struct mn_worker
 	mn_conn    *incoming;
 	mn_conn    *conns;			/* this worker's connections (worker-private) */
 	mn_counters *ctr;
+	mn_state   *mns;			/* the memnode it serves */
 } mn_worker;
 
 static int	listen_fd = -1;
@@ -77,7 +78,7 @@ conn_close(mn_worker *w, mn_conn *c, const char *why)
 	free(c->in);
 	free(c->out);
 	free(c);
-	__atomic_fetch_sub(&mn.connections, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&w->mns->connections, 1, __ATOMIC_RELAXED);
 }
 
 static void
@@ -274,7 +275,7 @@ static void
 sweep(mn_worker *w)
 {
 	uint64_t	now = mn_mono_ns();
-	uint64_t	limit = (uint64_t) mn.cfg.handshake_timeout_ms * 1000000u;
+	uint64_t	limit = (uint64_t) w->mns->cfg.handshake_timeout_ms * 1000000u;
 	mn_conn    *c = w->conns;
 
 	while (c)
@@ -285,7 +286,7 @@ sweep(mn_worker *w)
 		{
 			mn_log_limited("closing connection from %s: %s for %d ms", c->info.peer,
 						   !c->info.handshaken ? "no handshake" : "stalled mid-frame",
-						   mn.cfg.handshake_timeout_ms);
+						   w->mns->cfg.handshake_timeout_ms);
 			conn_close(w, c, NULL);
 		}
 		c = next;
@@ -331,7 +332,7 @@ worker_main(void *arg)
 	uint64_t	poll_until = 0;
 
 	mn_worker_id = w->id;
-	while (!mn.stop)
+	while (!w->mns->stop)
 	{
 		/*
 		 * Right after serving a request, poll (timeout 0) for --poll-us
@@ -341,8 +342,8 @@ worker_main(void *arg)
 		 */
 		int			n = epoll_wait(w->epfd, evs, 64, mn_mono_ns() < poll_until ? 0 : 100);
 
-		if (n > 0 && mn.cfg.poll_us > 0)
-			poll_until = mn_mono_ns() + (uint64_t) mn.cfg.poll_us * 1000u;
+		if (n > 0 && w->mns->cfg.poll_us > 0)
+			poll_until = mn_mono_ns() + (uint64_t) w->mns->cfg.poll_us * 1000u;
 		else if (n == 0 && mn_mono_ns() < poll_until)
 			sched_yield();		/* polling must not starve a client on this core */
 
@@ -376,10 +377,10 @@ worker_main(void *arg)
 static void *
 listener_main(void *arg)
 {
+	mn_state   *mns = arg;
 	unsigned	next = 0;
 
-	(void) arg;
-	while (!mn.stop)
+	while (!mns->stop)
 	{
 		struct sockaddr_storage sa;
 		socklen_t	salen = sizeof(sa);
@@ -398,10 +399,10 @@ listener_main(void *arg)
 			}
 			continue;			/* EAGAIN (the 100 ms accept timeout), EINTR, ... */
 		}
-		if (__atomic_load_n(&mn.connections, __ATOMIC_RELAXED) >= mn.cfg.max_connections)
+		if (__atomic_load_n(&mns->connections, __ATOMIC_RELAXED) >= mns->cfg.max_connections)
 		{
 			mn_log_limited("refusing connection: %d connections open (--max-connections)",
-						   mn.cfg.max_connections);
+						   mns->cfg.max_connections);
 			close(fd);
 			continue;
 		}
@@ -421,9 +422,10 @@ listener_main(void *arg)
 			strcat(c->info.peer, ":");
 			strcat(c->info.peer, port);
 		}
-		__atomic_fetch_add(&mn.connections, 1, __ATOMIC_RELAXED);
-		w = &workers[next++ % (unsigned) mn.cfg.threads];
+		__atomic_fetch_add(&mns->connections, 1, __ATOMIC_RELAXED);
+		w = &workers[next++ % (unsigned) mns->cfg.threads];
 		c->info.worker = w->id;
+		c->info.mns = mns;
 		w->ctr->connections_total++;
 		pthread_mutex_lock(&w->lock);
 		c->next = w->incoming;
@@ -436,7 +438,7 @@ listener_main(void *arg)
 }
 
 int
-mn_server_listen(void)
+mn_server_listen(mn_state *mns)
 {
 	struct addrinfo hints, *res, *ai;
 	char		port[16];
@@ -447,10 +449,10 @@ mn_server_listen(void)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
-	snprintf(port, sizeof(port), "%d", mn.cfg.listen_port);
-	if ((rc = getaddrinfo(mn.cfg.listen_host, port, &hints, &res)) != 0)
+	snprintf(port, sizeof(port), "%d", mns->cfg.listen_port);
+	if ((rc = getaddrinfo(mns->cfg.listen_host, port, &hints, &res)) != 0)
 	{
-		mn_log(LOG_ERROR, "cannot resolve listen address \"%s\": %s", mn.cfg.listen_host, gai_strerror(rc));
+		mn_log(LOG_ERROR, "cannot resolve listen address \"%s\": %s", mns->cfg.listen_host, gai_strerror(rc));
 		return -1;
 	}
 	for (ai = res; ai; ai = ai->ai_next)
@@ -470,12 +472,12 @@ mn_server_listen(void)
 	freeaddrinfo(res);
 	if (listen_fd < 0)
 	{
-		mn_log(LOG_ERROR, "cannot listen on %s:%d: %s", mn.cfg.listen_host, mn.cfg.listen_port, strerror(errno));
+		mn_log(LOG_ERROR, "cannot listen on %s:%d: %s", mns->cfg.listen_host, mns->cfg.listen_port, strerror(errno));
 		return -1;
 	}
 	/* accept() wakes up every 100 ms so the listener notices shutdown */
 	setsockopt(listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (mn.cfg.listen_port == 0)
+	if (mns->cfg.listen_port == 0)
 	{
 		struct sockaddr_storage sa;
 		socklen_t	salen = sizeof(sa);
@@ -483,25 +485,26 @@ mn_server_listen(void)
 
 		getsockname(listen_fd, (struct sockaddr *) &sa, &salen);
 		getnameinfo((struct sockaddr *) &sa, salen, NULL, 0, p, sizeof(p), NI_NUMERICSERV);
-		mn.cfg.listen_port = atoi(p);
+		mns->cfg.listen_port = atoi(p);
 	}
 	return 0;
 }
 
 int
-mn_server_start(void)
+mn_server_start(mn_state *mns)
 {
-	workers = calloc((size_t) mn.cfg.threads, sizeof(*workers));
-	mn.worker_counters = calloc((size_t) mn.cfg.threads, sizeof(mn_counters));
-	if (!workers || !mn.worker_counters || mn_auth_start_workers(mn.cfg.threads) < 0)
+	workers = calloc((size_t) mns->cfg.threads, sizeof(*workers));
+	mns->worker_counters = calloc((size_t) mns->cfg.threads, sizeof(mn_counters));
+	if (!workers || !mns->worker_counters || mn_auth_start_workers(mns->cfg.threads) < 0)
 		return -1;
-	for (int i = 0; i < mn.cfg.threads; i++)
+	for (int i = 0; i < mns->cfg.threads; i++)
 	{
 		mn_worker  *w = &workers[i];
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 
 		w->id = i;
-		w->ctr = &mn.worker_counters[i];
+		w->ctr = &mns->worker_counters[i];
+		w->mns = mns;
 		pthread_mutex_init(&w->lock, NULL);
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -513,21 +516,21 @@ mn_server_start(void)
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			return -1;
 	}
-	if (pthread_create(&listener, NULL, listener_main, NULL) != 0)
+	if (pthread_create(&listener, NULL, listener_main, mns) != 0)
 		return -1;
 	return 0;
 }
 
 void
-mn_server_stop(void)
+mn_server_stop(mn_state *mns)
 {
-	mn.stop = 1;
+	mns->stop = 1;
 	pthread_join(listener, NULL);
-	for (int i = 0; i < mn.cfg.threads; i++)
+	for (int i = 0; i < mns->cfg.threads; i++)
 		pthread_join(workers[i].thread, NULL);
 	close(listen_fd);
 	/* connections queued but never adopted */
-	for (int i = 0; i < mn.cfg.threads; i++)
+	for (int i = 0; i < mns->cfg.threads; i++)
 		while (workers[i].incoming)
 		{
 			mn_conn    *c = workers[i].incoming;

@@ -89,7 +89,7 @@ mn_ucx_init(void)
 }
 
 void *
-mn_ucx_alloc(uint64_t size)
+mn_ucx_alloc(mn_state *mns, uint64_t size)
 {
 	ucp_mem_map_params_t mp;
 	ucp_mem_attr_t attr;
@@ -114,23 +114,23 @@ mn_ucx_alloc(uint64_t size)
 		return NULL;
 	}
 	/* the memory domains UCX allocates from (posix, sysv, mmap) hand out zeroed pages, as mmap does */
-	mn.ucx_allocated = 1;
+	mns->ucx_allocated = 1;
 	return attr.address;
 }
 
 static void *
 progress_main(void *arg)
 {
+	mn_state   *mns = arg;
 	uint64_t	poll_until = 0;
 
-	(void) arg;
 	while (!progress_stop)
 	{
 		if (U.ucp_worker_progress(worker) != 0)
 		{
 			/* more may follow within microseconds: keep polling a while */
-			if (mn.cfg.poll_us > 0)
-				poll_until = mn_mono_ns() + (uint64_t) mn.cfg.poll_us * 1000u;
+			if (mns->cfg.poll_us > 0)
+				poll_until = mn_mono_ns() + (uint64_t) mns->cfg.poll_us * 1000u;
 			continue;
 		}
 		if (mn_mono_ns() < poll_until)
@@ -149,7 +149,7 @@ progress_main(void *arg)
 }
 
 int
-mn_ucx_export(void *base, uint64_t size)
+mn_ucx_export(mn_state *mns, void *base, uint64_t size)
 {
 	ucp_mem_map_params_t mp;
 	ucs_status_t st;
@@ -188,7 +188,7 @@ mn_ucx_export(void *base, uint64_t size)
 	rep.base = (uint64_t) (uintptr_t) base;
 	rep.rkey_len = (uint32_t) rkey_len;
 	rep.addr_len = (uint32_t) addr_len;
-	rep.flags = mn.ucx_allocated ? DM_UCX_ALLOCATED : 0;
+	rep.flags = mns->ucx_allocated ? DM_UCX_ALLOCATED : 0;
 	if ((blob = malloc(sizeof(rep) + rkey_len + addr_len)) == NULL)
 		return -1;
 	memcpy(blob, &rep, sizeof(rep));
@@ -196,16 +196,16 @@ mn_ucx_export(void *base, uint64_t size)
 	memcpy(blob + sizeof(rep) + rkey_len, addr, addr_len);
 	U.ucp_rkey_buffer_release(rkey);
 	U.ucp_worker_release_address(worker, addr);
-	if (pthread_create(&progress_thread, NULL, progress_main, NULL) != 0)
+	if (pthread_create(&progress_thread, NULL, progress_main, mns) != 0)
 	{
 		free(blob);
 		return -1;
 	}
 	progress_started = 1;
-	mn.ucx_blob_len = (uint32_t) (sizeof(rep) + rkey_len + addr_len);
-	__atomic_store_n(&mn.ucx_blob, blob, __ATOMIC_RELEASE);
+	mns->ucx_blob_len = (uint32_t) (sizeof(rep) + rkey_len + addr_len);
+	__atomic_store_n(&mns->ucx_blob, blob, __ATOMIC_RELEASE);
 	mn_log(LOG_INFO, "region exported through UCX (%s, rkey %zu bytes, worker address %zu bytes)",
-		   mn.ucx_allocated ? "allocated by ucp_mem_map" : "registered", rkey_len, addr_len);
+		   mns->ucx_allocated ? "allocated by ucp_mem_map" : "registered", rkey_len, addr_len);
 	return 0;
 }
 

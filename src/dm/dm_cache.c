@@ -1,7 +1,11 @@
 /*
  * dm_cache.c — the compute-side node cache (see dm_cache.h for the design):
- * frames with optimistic version locks, the mapping table, swizzle hints,
- * the cooling map with path-aware cooling, and eviction.
+ * creating and attaching it, lookup through the mapping table and swizzle
+ * hints, optimistic reads of a frame, admission, write-through under the
+ * frame's version lock, and invalidation.  Cooling and eviction are in
+ * dm_cache_evict.c, the frame structures below them in dm_cache_frame.c,
+ * statistics and the consistency check in dm_cache_stats.c (the layout and
+ * shared helpers: dm_cache_int.h).
  *
  * Memory (one block, offsets only, so any mapping address works):
  *   header | stats stripes | mapping buckets | cooling buckets | frames
@@ -11,264 +15,12 @@
  * be held across one remote round trip (a fetch or a write-through), so
  * readers that find it held for long read the node remotely instead.
  */
-#include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "dm_cache.h"
-#include "dm_node.h"
-
-#define CACHE_MAGIC		UINT64_C(0x444D43414348453A)	/* "DMCACHE:" */
-#define NSTRIPES		64
-#define COOL_SLOTS		6		/* per cooling bucket: one cache line, as in DEX */
-#define SAMPLE			2		/* frames sampled per cooling round, as in DEX */
-#define DELEGATE_MAX	16
-
-enum
-{
-	FS_FREE = 0,
-	FS_IO = 1,
-	FS_HOT = 2,
-	FS_COOLING = 3
-};
-
-typedef struct frame_hdr
-{
-	uint64_t	vlock;			/* even: unlocked; odd: a writer or a fetch holds it */
-	uint64_t	tag;
-	uint64_t	addr;
-	uint32_t	state;
-	uint32_t	next;			/* mapping chain, or free stack link */
-	uint32_t	parent;			/* frame it was reached from (for unswizzling) */
-	int32_t		level;
-	uint64_t	stamp;			/* the admitter's value kept with the copy (dm_cache_set_stamp) */
-	/* uint32_t hints[hint_slots] follow, then (64-aligned) the node */
-} frame_hdr;
-
-typedef struct map_bucket
-{
-	uint32_t	lock;
-	uint32_t	head;
-} map_bucket;
-
-typedef struct cool_bucket
-{
-	uint32_t	lock;
-	uint32_t	n;
-	uint32_t	slot[COOL_SLOTS];	/* FIFO: slot[0] is the oldest */
-	uint8_t		pad[64 - 8 - 4 * COOL_SLOTS];
-} cool_bucket;
-
-/* Counters, striped by process so the hot path writes no shared line. */
-typedef struct stripe
-{
-	uint64_t	hits[DM_CACHE_LEVELS];
-	uint64_t	misses[DM_CACHE_LEVELS];
-	uint64_t	hint_hits;
-	uint64_t	admissions;
-	uint64_t	admit_skipped;
-	uint64_t	evictions;
-	uint64_t	coolings;
-	uint64_t	delegations;
-	uint64_t	promotions;
-	uint64_t	io_waits;
-	uint64_t	no_frame;
-	uint64_t	invalidations;
-	uint64_t	local_writes;
-	uint64_t	rt_avoided;
-	uint64_t	bytes_avoided;
-	uint8_t		pad[64 - (2 * DM_CACHE_LEVELS + 13) * 8 % 64];
-} stripe;
-
-struct dm_cache
-{
-	uint64_t	magic;
-	uint32_t	frame_size;
-	uint32_t	nframes;
-	uint32_t	policy;
-	uint32_t	leaf_admit_permille;
-	uint32_t	nmap;			/* mapping buckets (power of two) */
-	uint32_t	ncool;			/* cooling buckets */
-	uint32_t	hint_slots;
-	uint32_t	stride;			/* bytes per frame */
-	uint32_t	data_off;		/* node offset inside a frame */
-	uint32_t	pad0;
-	uint64_t	stripes_off;
-	uint64_t	map_off;
-	uint64_t	cool_off;
-	uint64_t	frames_off;
-	uint64_t	total;
-	/* hot shared words, each on its own line */
-	uint8_t		pad1[64];
-	uint32_t	hwm;			/* frames handed out from the never-used part */
-	uint8_t		pad2[60];
-	uint64_t	free_head;		/* (aba << 32) | (frame + 1) */
-	uint8_t		pad3[56];
-	int64_t		ncooling;		/* frames in the cooling map (approximate) */
-	uint8_t		pad4[56];
-	uint64_t	inval_gen;		/* bumped by every dm_cache_invalidate_nodes */
-	uint8_t		pad5[56];
-};
-
-#define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)
-
-/* ---- small helpers ------------------------------------------------------------ */
-
-static inline frame_hdr *
-FR(dm_cache *c, uint32_t f)
-{
-	return (frame_hdr *) ((uint8_t *) c + c->frames_off + (uint64_t) f * c->stride);
-}
-
-static inline uint32_t *
-HINTS(frame_hdr *h)
-{
-	return (uint32_t *) (h + 1);
-}
-
-static inline uint8_t *
-DATA(dm_cache *c, frame_hdr *h)
-{
-	return (uint8_t *) h + c->data_off;
-}
-
-static inline map_bucket *
-MAPB(dm_cache *c, uint32_t i)
-{
-	return (map_bucket *) ((uint8_t *) c + c->map_off) + i;
-}
-
-static inline cool_bucket *
-COOLB(dm_cache *c, uint32_t i)
-{
-	return (cool_bucket *) ((uint8_t *) c + c->cool_off) + i;
-}
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-static inline uint32_t
-map_index(dm_cache *c, uint64_t tag, dm_gaddr addr)
-{
-	return (uint32_t) (mix64(tag ^ (addr * UINT64_C(0x9E3779B97F4A7C15))) & (c->nmap - 1));
-}
-
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
-/* Wait a little more after the k-th failed attempt (yield soon: 2 cores, many processes). */
-static void
-pause_k(int k)
-{
-	if (k < 8)
-		cpu_relax();
-	else if (k < 200)
-		sched_yield();
-	else
-	{
-		struct timespec ts = {0, 50 * 1000};
-
-		nanosleep(&ts, NULL);
-	}
-}
-
-static void
-spin_lock(uint32_t *l)
-{
-	for (int k = 0;; k++)
-	{
-		if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 &&
-			!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-			return;
-		pause_k(k);
-	}
-}
-
-static void
-spin_unlock(uint32_t *l)
-{
-	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
-/*
- * Per-process state: random numbers and the statistics stripe.  It is set
- * up on first use and reset in the child of a fork (the cache is shared by
- * forked processes: PostgreSQL backends, benchmark clients), without asking
- * getpid() on the hot path — a system call costs more than a cache hit.
- */
-static __thread uint64_t rng_state;
-static __thread uint32_t stripe_idx;
-static __thread int proc_ready;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void
-after_fork_child(void)
-{
-	proc_ready = 0;
-}
-
-static void
-register_atfork(void)
-{
-	pthread_atfork(NULL, NULL, after_fork_child);
-}
-
-static void
-proc_init(void)
-{
-	struct timespec ts;
-	pid_t		pid = getpid();
-
-	pthread_once(&atfork_once, register_atfork);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	rng_state = mix64(((uint64_t) pid << 32) ^ (uint64_t) ts.tv_nsec ^ (uint64_t) (uintptr_t) &ts) | 1;
-	stripe_idx = (uint32_t) (mix64((uint64_t) pid) % NSTRIPES);
-	proc_ready = 1;
-}
-
-static uint64_t
-rnd(void)
-{
-	if (__builtin_expect(!proc_ready, 0))
-		proc_init();
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static inline stripe *
-my_stripe(dm_cache *c)
-{
-	if (__builtin_expect(!proc_ready, 0))
-		proc_init();
-	return (stripe *) ((uint8_t *) c + c->stripes_off) + stripe_idx;
-}
-
-#define COUNT(c, field, n) __atomic_fetch_add(&my_stripe(c)->field, (n), __ATOMIC_RELAXED)
-
-static inline int
-lvl_index(int level)
-{
-	return level < 0 ? 0 : level >= DM_CACHE_LEVELS ? DM_CACHE_LEVELS - 1 : level;
-}
+#include "dm_cache_int.h"
+#include "dm_node_fmt.h"
 
 /* ---- setup --------------------------------------------------------------------- */
 
@@ -295,7 +47,7 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 	c->ncool = (uint32_t) ((uint64_t) cfg->nframes * cp / 100 / COOL_SLOTS);
 	if (c->ncool == 0)
 		c->ncool = 1;
-	c->hint_slots = (uint32_t) dm_inner_cap(cfg->frame_size);
+	c->hint_slots = (uint32_t) dm_node_fmt_fanout(cfg->frame_size);
 	c->data_off = (uint32_t) ALIGN64(sizeof(frame_hdr) + 4u * c->hint_slots);
 	c->stride = c->data_off + cfg->frame_size;
 	off = ALIGN64(sizeof(dm_cache));
@@ -433,75 +185,7 @@ dm_cache_tree_tag(uint64_t tree_id, uint64_t incarnation)
 	return t ? t : 1;
 }
 
-/* ---- frame locks ---------------------------------------------------------------- */
-
-static inline uint64_t
-vload(frame_hdr *h)
-{
-	return __atomic_load_n(&h->vlock, __ATOMIC_ACQUIRE);
-}
-
-static int
-frame_trylock(frame_hdr *h)
-{
-	uint64_t	v = __atomic_load_n(&h->vlock, __ATOMIC_RELAXED);
-
-	return (v & 1) == 0 &&
-		__atomic_compare_exchange_n(&h->vlock, &v, v + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
-
-static void
-frame_lock(frame_hdr *h)
-{
-	for (int k = 0; !frame_trylock(h); k++)
-		pause_k(k);
-}
-
-static void
-frame_unlock(frame_hdr *h)
-{
-	__atomic_store_n(&h->vlock, h->vlock + 1, __ATOMIC_RELEASE);
-}
-
-static void
-clear_hints(dm_cache *c, frame_hdr *h)
-{
-	for (uint32_t s = 0; s < c->hint_slots; s++)
-		__atomic_store_n(&HINTS(h)[s], DM_FRAME_NONE, __ATOMIC_RELAXED);
-}
-
 /* ---- mapping table --------------------------------------------------------------- */
-
-/* Find (tag, addr) in its chain; the bucket lock must be held. */
-static uint32_t
-chain_find(dm_cache *c, map_bucket *b, uint64_t tag, dm_gaddr addr)
-{
-	for (uint32_t f = b->head; f != DM_FRAME_NONE; f = FR(c, f)->next)
-	{
-		frame_hdr  *h = FR(c, f);
-
-		if (h->tag == tag && h->addr == addr)
-			return f;
-	}
-	return DM_FRAME_NONE;
-}
-
-static void
-chain_unlink(dm_cache *c, frame_hdr *h, uint32_t f)
-{
-	map_bucket *b = MAPB(c, map_index(c, h->tag, h->addr));
-	uint32_t   *p;
-
-	spin_lock(&b->lock);
-	for (p = &b->head; *p != DM_FRAME_NONE; p = &FR(c, *p)->next)
-		if (*p == f)
-		{
-			*p = h->next;
-			break;
-		}
-	spin_unlock(&b->lock);
-	h->next = DM_FRAME_NONE;
-}
 
 uint32_t
 dm_cache_lookup(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t hint, int *io)
@@ -527,7 +211,7 @@ dm_cache_lookup(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t hint, int *io
 	}
 	b = MAPB(c, map_index(c, tag, addr));
 	spin_lock(&b->lock);
-	f = chain_find(c, b, tag, addr);
+	f = dm_cache_chain_find(c, b, tag, addr);
 	if (f != DM_FRAME_NONE)
 		st = __atomic_load_n(&FR(c, f)->state, __ATOMIC_RELAXED);
 	spin_unlock(&b->lock);
@@ -539,290 +223,6 @@ dm_cache_lookup(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t hint, int *io
 		return DM_FRAME_NONE;
 	}
 	return f;
-}
-
-/* ---- free frames ---------------------------------------------------------------- */
-
-static void
-free_push(dm_cache *c, uint32_t f)
-{
-	uint64_t	old = __atomic_load_n(&c->free_head, __ATOMIC_RELAXED);
-
-	for (;;)
-	{
-		uint64_t	nw = ((old >> 32) + 1) << 32 | (uint64_t) (f + 1);
-
-		FR(c, f)->next = (uint32_t) (old & 0xFFFFFFFF) - 1;
-		if (__atomic_compare_exchange_n(&c->free_head, &old, nw, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			return;
-	}
-}
-
-static uint32_t
-free_pop(dm_cache *c)
-{
-	uint64_t	old = __atomic_load_n(&c->free_head, __ATOMIC_ACQUIRE);
-
-	for (;;)
-	{
-		uint32_t	top = (uint32_t) (old & 0xFFFFFFFF);
-		uint32_t	next;
-		uint64_t	nw;
-
-		if (top == 0)
-			return DM_FRAME_NONE;
-		next = __atomic_load_n(&FR(c, top - 1)->next, __ATOMIC_RELAXED);
-		nw = ((old >> 32) + 1) << 32 | (uint64_t) (next + 1);
-		if (__atomic_compare_exchange_n(&c->free_head, &old, nw, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
-			return top - 1;
-	}
-}
-
-/*
- * Make a locked frame FREE: out of the mapping table, identity cleared.
- * Returns it still locked (for reuse) — callers unlock or push it.
- */
-static void
-frame_clear(dm_cache *c, frame_hdr *h, uint32_t f)
-{
-	if (h->state != FS_FREE)
-		chain_unlink(c, h, f);
-	__atomic_store_n(&h->state, FS_FREE, __ATOMIC_RELEASE);
-	__atomic_store_n(&h->tag, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&h->addr, 0, __ATOMIC_RELAXED);
-	h->parent = DM_FRAME_NONE;
-	h->level = -1;
-	clear_hints(c, h);
-}
-
-/* Evict a cooling frame; returns 1 with the frame locked and FREE. */
-static int
-try_evict(dm_cache *c, uint32_t f)
-{
-	frame_hdr  *h = FR(c, f);
-	uint32_t	st = FS_COOLING;
-
-	if (__atomic_load_n(&h->state, __ATOMIC_RELAXED) != FS_COOLING || !frame_trylock(h))
-		return 0;
-	/* a reader may have promoted it (CAS on the state, without the lock) */
-	if (!__atomic_compare_exchange_n(&h->state, &st, FS_IO, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-	{
-		frame_unlock(h);
-		return 0;
-	}
-	frame_clear(c, h, f);
-	__atomic_fetch_sub(&c->ncooling, 1, __ATOMIC_RELAXED);
-	COUNT(c, evictions, 1);
-	return 1;
-}
-
-/*
- * A COOLING frame that left the cooling map without being evicted (busy
- * when its turn came, and no room to put it back) becomes HOT again, so
- * that sampling can cool it later: a COOLING frame outside the map could
- * never be evicted.
- */
-static void
-uncool(dm_cache *c, uint32_t f)
-{
-	uint32_t	st = FS_COOLING;
-
-	if (__atomic_compare_exchange_n(&FR(c, f)->state, &st, FS_HOT, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		__atomic_fetch_sub(&c->ncooling, 1, __ATOMIC_RELAXED);
-}
-
-/* Remove the parent's swizzled pointers to f (its hints naming f). */
-static void
-unswizzle(dm_cache *c, frame_hdr *h, uint32_t f)
-{
-	uint32_t	p = h->parent;
-
-	if (p >= c->nframes)
-		return;
-	for (uint32_t s = 0; s < c->hint_slots; s++)
-	{
-		uint32_t	expect = f;
-
-		__atomic_compare_exchange_n(&HINTS(FR(c, p))[s], &expect, DM_FRAME_NONE, 0,
-									__ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	}
-}
-
-/* A HOT child that f's hints point to and that was reached through f, if any. */
-static uint32_t
-hot_child(dm_cache *c, uint32_t f)
-{
-	frame_hdr  *h = FR(c, f);
-	uint32_t	n = c->hint_slots;
-	uint32_t	start = n ? (uint32_t) (rnd() % n) : 0;
-
-	for (uint32_t i = 0; i < n; i++)
-	{
-		uint32_t	ch = __atomic_load_n(&HINTS(h)[(start + i) % n], __ATOMIC_RELAXED);
-
-		if (ch < c->nframes && ch != f)
-		{
-			frame_hdr  *k = FR(c, ch);
-
-			if (__atomic_load_n(&k->state, __ATOMIC_RELAXED) == FS_HOT &&
-				k->parent == f && k->tag == h->tag)
-				return ch;
-		}
-	}
-	return DM_FRAME_NONE;
-}
-
-/*
- * Put f (HOT) into the cooling map.  Returns a frame the bucket's overflow
- * evicted (locked, FREE), or DM_FRAME_NONE.
- */
-static uint32_t
-cool_frame(dm_cache *c, uint32_t f)
-{
-	frame_hdr  *h = FR(c, f);
-	uint32_t	st = FS_HOT;
-	cool_bucket *b;
-	uint32_t	victim = DM_FRAME_NONE;
-
-	if (!__atomic_compare_exchange_n(&h->state, &st, FS_COOLING, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return DM_FRAME_NONE;
-	unswizzle(c, h, f);
-	COUNT(c, coolings, 1);
-	__atomic_fetch_add(&c->ncooling, 1, __ATOMIC_RELAXED);
-	b = COOLB(c, (uint32_t) (mix64(h->addr ^ h->tag) % c->ncool));
-	spin_lock(&b->lock);
-	/* a slot left from an earlier cooling (promoted since) would jump the queue */
-	for (uint32_t i = 0; i < b->n; i++)
-		if (b->slot[i] == f)
-		{
-			memmove(&b->slot[i], &b->slot[i + 1], sizeof(uint32_t) * (b->n - i - 1));
-			b->n--;			/* (its count went when it was promoted) */
-			break;
-		}
-	if (b->n == COOL_SLOTS)
-	{
-		victim = b->slot[0];
-		memmove(&b->slot[0], &b->slot[1], sizeof(uint32_t) * (COOL_SLOTS - 1));
-		b->n--;
-	}
-	b->slot[b->n++] = f;
-	spin_unlock(&b->lock);
-	if (victim != DM_FRAME_NONE)
-	{
-		if (try_evict(c, victim))
-			return victim;
-		uncool(c, victim);
-	}
-	return DM_FRAME_NONE;
-}
-
-/*
- * Sample random frames and cool them, delegating down the path (DEX §5.3):
- * an inner node with a HOT child reached through it passes the cooling on,
- * so the node that cools is at the end of a cached path.
- */
-static uint32_t
-cool_some(dm_cache *c, uint32_t used)
-{
-	for (int s = 0; s < SAMPLE; s++)
-	{
-		uint32_t	f = (uint32_t) (rnd() % used);
-		uint32_t	got;
-
-		if (__atomic_load_n(&FR(c, f)->state, __ATOMIC_RELAXED) != FS_HOT)
-			continue;
-		for (int d = 0; d < DELEGATE_MAX && FR(c, f)->level > 0; d++)
-		{
-			uint32_t	ch = hot_child(c, f);
-
-			if (ch == DM_FRAME_NONE)
-				break;
-			COUNT(c, delegations, 1);
-			f = ch;
-		}
-		if ((got = cool_frame(c, f)) != DM_FRAME_NONE)
-			return got;
-	}
-	return DM_FRAME_NONE;
-}
-
-/* The oldest evictable candidate of a random cooling bucket, evicted. */
-static uint32_t
-evict_one(dm_cache *c)
-{
-	cool_bucket *b = COOLB(c, (uint32_t) (rnd() % c->ncool));
-
-	for (;;)
-	{
-		uint32_t	f;
-
-		spin_lock(&b->lock);
-		if (b->n == 0)
-		{
-			spin_unlock(&b->lock);
-			return DM_FRAME_NONE;
-		}
-		f = b->slot[0];
-		memmove(&b->slot[0], &b->slot[1], sizeof(uint32_t) * (COOL_SLOTS - 1));
-		b->n--;
-		spin_unlock(&b->lock);
-		if (try_evict(c, f))
-			return f;
-		/* promoted (stays out of the map) or busy: a busy one goes back to the tail */
-		if (__atomic_load_n(&FR(c, f)->state, __ATOMIC_RELAXED) == FS_COOLING)
-		{
-			int			kept = 0;
-
-			spin_lock(&b->lock);
-			if (b->n < COOL_SLOTS)
-			{
-				b->slot[b->n++] = f;
-				kept = 1;
-			}
-			spin_unlock(&b->lock);
-			if (!kept)
-				uncool(c, f);
-			return DM_FRAME_NONE;
-		}
-	}
-}
-
-/* A FREE frame, locked, out of the mapping table; DM_FRAME_NONE if none could be freed. */
-static uint32_t
-get_frame(dm_cache *c)
-{
-	uint32_t	f;
-	uint64_t	capacity = (uint64_t) c->ncool * COOL_SLOTS;
-
-	if ((f = free_pop(c)) != DM_FRAME_NONE)
-	{
-		frame_lock(FR(c, f));
-		return f;
-	}
-	if (__atomic_load_n(&c->hwm, __ATOMIC_RELAXED) < c->nframes)
-	{
-		f = __atomic_fetch_add(&c->hwm, 1, __ATOMIC_RELAXED);
-		if (f < c->nframes)
-		{
-			frame_lock(FR(c, f));
-			return f;
-		}
-	}
-	for (int attempt = 0; attempt < 64; attempt++)
-	{
-		/* keep the cooling map about half full: candidates get time for a second chance */
-		int64_t		cooling = __atomic_load_n(&c->ncooling, __ATOMIC_RELAXED);
-
-		if ((cooling < 0 || (uint64_t) cooling * 2 < capacity) &&
-			(f = cool_some(c, c->nframes)) != DM_FRAME_NONE)
-			return f;
-		if ((f = evict_one(c)) != DM_FRAME_NONE)
-			return f;
-		if ((f = cool_some(c, c->nframes)) != DM_FRAME_NONE)
-			return f;
-	}
-	COUNT(c, no_frame, 1);
-	return DM_FRAME_NONE;
 }
 
 /* ---- reading -------------------------------------------------------------------- */
@@ -945,7 +345,7 @@ dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t *existin
 		*existing = g;
 		return DM_FRAME_NONE;
 	}
-	if ((f = get_frame(c)) == DM_FRAME_NONE)
+	if ((f = dm_cache_get_frame(c)) == DM_FRAME_NONE)
 		return DM_FRAME_NONE;
 	h = FR(c, f);
 	h->tag = tag;
@@ -955,7 +355,7 @@ dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t *existin
 	h->stamp = 0;
 	clear_hints(c, h);
 	spin_lock(&b->lock);
-	if ((g = chain_find(c, b, tag, addr)) != DM_FRAME_NONE)
+	if ((g = dm_cache_chain_find(c, b, tag, addr)) != DM_FRAME_NONE)
 	{
 		/* somebody admitted it meanwhile: give the frame back */
 		uint32_t	st = __atomic_load_n(&FR(c, g)->state, __ATOMIC_RELAXED);
@@ -965,7 +365,7 @@ dm_cache_admit_begin(dm_cache *c, uint64_t tag, dm_gaddr addr, uint32_t *existin
 		h->tag = 0;
 		h->addr = 0;
 		frame_unlock(h);
-		free_push(c, f);
+		dm_cache_free_push(c, f);
 		return DM_FRAME_NONE;
 	}
 	__atomic_store_n(&h->state, FS_IO, __ATOMIC_RELEASE);
@@ -1043,9 +443,9 @@ dm_cache_admit_abort(dm_cache *c, uint32_t f)
 {
 	frame_hdr  *h = FR(c, f);
 
-	frame_clear(c, h, f);
+	dm_cache_frame_clear(c, h, f);
 	frame_unlock(h);
-	free_push(c, f);
+	dm_cache_free_push(c, f);
 }
 
 void
@@ -1055,12 +455,12 @@ dm_cache_make_cold(dm_cache *c, uint32_t f)
 
 	if (f >= c->nframes)
 		return;
-	victim = cool_frame(c, f);
+	victim = dm_cache_cool_frame(c, f);
 	if (victim != DM_FRAME_NONE)
 	{
 		/* the bucket was full: its oldest candidate was evicted for us; keep it free */
 		frame_unlock(FR(c, victim));
-		free_push(c, victim);
+		dm_cache_free_push(c, victim);
 	}
 }
 
@@ -1119,10 +519,10 @@ dm_cache_unlock_drop(dm_cache *c, uint32_t f)
 
 	if (__atomic_load_n(&h->state, __ATOMIC_RELAXED) == FS_COOLING)
 		__atomic_fetch_sub(&c->ncooling, 1, __ATOMIC_RELAXED);
-	frame_clear(c, h, f);
+	dm_cache_frame_clear(c, h, f);
 	COUNT(c, invalidations, 1);
 	frame_unlock(h);
-	free_push(c, f);
+	dm_cache_free_push(c, f);
 }
 
 void
@@ -1219,171 +619,4 @@ dm_cache_next_frame(dm_cache *c, uint64_t tag, uint32_t start, dm_gaddr *addr)
 		}
 	}
 	return DM_FRAME_NONE;
-}
-
-/* ---- statistics ------------------------------------------------------------------ */
-
-void
-dm_cache_stats_get(dm_cache *c, dm_cache_stats *st)
-{
-	uint32_t	used = __atomic_load_n(&c->hwm, __ATOMIC_RELAXED);
-
-	memset(st, 0, sizeof(*st));
-	st->policy = c->policy;
-	st->frame_size = c->frame_size;
-	st->nframes = c->nframes;
-	st->cooling_capacity = (uint64_t) c->ncool * COOL_SLOTS;
-	for (int i = 0; i < NSTRIPES; i++)
-	{
-		stripe	   *s = (stripe *) ((uint8_t *) c + c->stripes_off) + i;
-
-#define ADD(f) st->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
-		for (int l = 0; l < DM_CACHE_LEVELS; l++)
-		{
-			ADD(hits[l]);
-			ADD(misses[l]);
-		}
-		ADD(hint_hits);
-		ADD(admissions);
-		ADD(admit_skipped);
-		ADD(evictions);
-		ADD(coolings);
-		ADD(delegations);
-		ADD(promotions);
-		ADD(io_waits);
-		ADD(no_frame);
-		ADD(invalidations);
-		ADD(local_writes);
-		st->round_trips_avoided += __atomic_load_n(&s->rt_avoided, __ATOMIC_RELAXED);
-		for (int l = 0; l < DM_CACHE_LEVELS; l++)
-			st->round_trips_avoided += __atomic_load_n(&s->hits[l], __ATOMIC_RELAXED);
-		ADD(bytes_avoided);
-#undef ADD
-	}
-	if (used > c->nframes)
-		used = c->nframes;
-	for (uint32_t f = 0; f < used; f++)
-	{
-		frame_hdr  *h = FR(c, f);
-		uint32_t	s = __atomic_load_n(&h->state, __ATOMIC_RELAXED);
-
-		if (s >= FS_HOT)
-			st->frames_used[lvl_index(h->level)]++;
-		if (s == FS_COOLING)
-			st->frames_cooling++;
-	}
-}
-
-void
-dm_cache_stats_reset(dm_cache *c)
-{
-	memset((uint8_t *) c + c->stripes_off, 0, sizeof(stripe) * NSTRIPES);
-}
-
-int
-dm_cache_check(dm_cache *c, char *msg, size_t msglen)
-{
-	uint32_t	used = __atomic_load_n(&c->hwm, __ATOMIC_RELAXED);
-	uint64_t	in_table = 0, live = 0;
-
-	if (used > c->nframes)
-		used = c->nframes;
-	for (uint32_t i = 0; i < c->nmap; i++)
-	{
-		uint64_t	steps = 0;
-
-		for (uint32_t f = MAPB(c, i)->head; f != DM_FRAME_NONE; f = FR(c, f)->next)
-		{
-			frame_hdr  *h = FR(c, f);
-
-			if (f >= used || ++steps > c->nframes)
-			{
-				snprintf(msg, msglen, "mapping bucket %u: chain leaves the frames or loops (frame %u)", i, f);
-				return -1;
-			}
-			if (h->state == FS_FREE || map_index(c, h->tag, h->addr) != i)
-			{
-				snprintf(msg, msglen, "frame %u in bucket %u: state %u, belongs to bucket %u",
-						 f, i, h->state, map_index(c, h->tag, h->addr));
-				return -1;
-			}
-			for (uint32_t g = h->next; g != DM_FRAME_NONE && g < used; g = FR(c, g)->next)
-				if (FR(c, g)->tag == h->tag && FR(c, g)->addr == h->addr)
-				{
-					snprintf(msg, msglen, "frames %u and %u both hold node 0x%llx", f, g,
-							 (unsigned long long) h->addr);
-					return -1;
-				}
-			in_table++;
-		}
-	}
-	for (uint32_t f = 0; f < used; f++)
-	{
-		frame_hdr  *h = FR(c, f);
-
-		if (h->vlock & 1)
-		{
-			snprintf(msg, msglen, "frame %u is still locked", f);
-			return -1;
-		}
-		if (h->state == FS_IO)
-		{
-			snprintf(msg, msglen, "frame %u is still in IO", f);
-			return -1;
-		}
-		if (h->state >= FS_HOT)
-		{
-			live++;
-			if (NODE_HDR(DATA(c, h))->magic != DM_NODE_MAGIC || h->level < 0 ||
-				NODE_HDR(DATA(c, h))->level != h->level)
-			{
-				snprintf(msg, msglen, "frame %u holds no node", f);
-				return -1;
-			}
-		}
-	}
-	if (live != in_table)
-	{
-		snprintf(msg, msglen, "%llu live frames but %llu in the mapping table",
-				 (unsigned long long) live, (unsigned long long) in_table);
-		return -1;
-	}
-	for (uint32_t i = 0; i < c->ncool; i++)
-	{
-		cool_bucket *b = COOLB(c, i);
-
-		if (b->lock || b->n > COOL_SLOTS)
-		{
-			snprintf(msg, msglen, "cooling bucket %u: lock %u, %u entries", i, b->lock, b->n);
-			return -1;
-		}
-		for (uint32_t s = 0; s < b->n; s++)
-			if (b->slot[s] >= used)
-			{
-				snprintf(msg, msglen, "cooling bucket %u names frame %u of %u", i, b->slot[s], used);
-				return -1;
-			}
-	}
-	/* a COOLING frame must be in the cooling map, or it could never be evicted */
-	{
-		uint8_t    *listed = calloc(used ? used : 1, 1);
-
-		if (listed == NULL)
-		{
-			snprintf(msg, msglen, "out of memory");
-			return -1;
-		}
-		for (uint32_t i = 0; i < c->ncool; i++)
-			for (uint32_t s = 0; s < COOLB(c, i)->n; s++)
-				listed[COOLB(c, i)->slot[s]] = 1;
-		for (uint32_t f = 0; f < used; f++)
-			if (FR(c, f)->state == FS_COOLING && !listed[f])
-			{
-				snprintf(msg, msglen, "frame %u is cooling but not in the cooling map", f);
-				free(listed);
-				return -1;
-			}
-		free(listed);
-	}
-	return 0;
 }

@@ -1,6 +1,8 @@
 /*
  * dm_client_int.h — internals of the transport client shared by its files
- * (dm_client.c, dm_sock.c, dm_shm.c, dm_ucx.c).  Not for users of the client.
+ * (dm_client.c connections, dm_client_batch.c batches, dm_client_rpc.c RPCs,
+ * dm_sock.c, dm_shm.c, dm_ucx.c, dm_client_local.c).  Not for users of the
+ * client.
  */
 #ifndef DM_CLIENT_INT_H
 #define DM_CLIENT_INT_H
@@ -106,5 +108,17 @@ extern int	dm_ucx_check(dm_client *c, dm_conn *cn);
 extern int	dm_fail(dm_client *c, dm_conn *cn, int status, const char *fmt,...)
 			__attribute__((format(printf, 4, 5)));
 extern void dm_conn_break(dm_conn *cn, int status);
+extern dm_conn *dm_conn_by_node(const dm_client *c, uint16_t node_id);
+/* A usable connection for node_id, or NULL with the reason in *rc. */
+extern dm_conn *dm_conn_usable(dm_client *c, uint16_t node_id, int *rc);
+/* Handshake, incarnation check, and backend choice. */
+extern int	dm_conn_open(dm_client *c, dm_conn *cn);
+
+/* dm_client_batch.c */
+/*
+ * The armed fault fires at this step.  DM_OK: go on executing it (SLEEP,
+ * KILL_MID over shm); else the step's status.  ops == NULL for an RPC.
+ */
+extern int	dm_client_fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched);
 
 #endif

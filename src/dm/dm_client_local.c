@@ -2,8 +2,8 @@
  * dm_client_local.c — an in-process client: the transport the memnode's
  * offload executor (memnode/offload.c) gives the tree code.
  *
- * The executor runs the very functions clients run (dm_tree.c descent,
- * level_apply, dm_tree_io.c locks and fenced writes) on a dm_tree handle
+ * The executor runs the very functions clients run (dm_tree_descend.c
+ * descent, dm_tree.c level_apply, dm_tree_io.c locks and fenced writes) on a dm_tree handle
  * whose client has one connection, to the memnode itself, that hands each
  * frame to the memnode's request executor (mn_exec_frame) instead of a
  * socket.  Its batches are thus validated, checked against the calling

@@ -6,6 +6,9 @@
 #ifndef DM_NODE_H
 #define DM_NODE_H
 
+#include <stddef.h>
+
+#include "dm_node_fmt.h"
 #include "dm_tree.h"
 
 typedef struct dm_node_hdr
@@ -42,6 +45,11 @@ typedef struct dm_inner_ent
 /* flags */
 #define DM_NODE_DEAD 0x1		/* retired: a superseded empty root, a reclaimed leaf (dm_tree_reclaim.c) */
 
+/* dm_node_fmt.h tells code outside the tree (the cache) the same layout */
+_Static_assert(offsetof(dm_node_hdr, magic) == DM_NODE_OFF_MAGIC, "node magic offset");
+_Static_assert(offsetof(dm_node_hdr, level) == DM_NODE_OFF_LEVEL, "node level offset");
+_Static_assert(sizeof(dm_inner_ent) == DM_NODE_INNER_ENTRY, "inner entry size");
+
 #define NODE_HDR(buf) ((dm_node_hdr *) (buf))
 #define LEAF_ENTS(buf) ((dm_entry *) ((uint8_t *) (buf) + DM_NODE_HEADER))
 #define INNER_ENTS(buf) ((dm_inner_ent *) ((uint8_t *) (buf) + DM_NODE_HEADER))
@@ -55,7 +63,7 @@ dm_leaf_cap(uint32_t node_size)
 static inline int
 dm_inner_cap(uint32_t node_size)
 {
-	return (int) ((node_size - DM_NODE_HEADER) / sizeof(dm_inner_ent));
+	return dm_node_fmt_fanout(node_size);
 }
 
 /* Bytes of a node that carry data (header + used entries). */

@@ -256,13 +256,6 @@ extern uint32_t dm_region_cat_list_owned(dm_region *r, uint32_t start_slot, uint
 
 /* Live named entries whose name starts with prefix (under the region lock). */
 extern uint64_t dm_region_cat_count_named(const dm_region *r, const char *prefix);
-/* A tree name is well formed (known kind, NUL-terminated name, ...). */
-extern int	dm_tree_name_valid(const dm_tree_name *name);
-extern int	dm_tree_name_equal(const dm_tree_name *a, const dm_tree_name *b);
-/* Convenience constructors. */
-extern int	dm_tree_name_named(dm_tree_name *n, const char *name);
-extern void dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
-							uint32_t relfilenode, uint32_t generation);
 
 /*
  * Bounds checks for a one-sided op on this region (offset = local offset).

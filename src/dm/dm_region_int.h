@@ -1,8 +1,9 @@
 /*
- * dm_region_int.h — internals shared by dm_region.c (allocator, catalog)
- * and dm_region_recover.c (what a reattaching memnode repairs): the layout
+ * dm_region_int.h — internals shared by dm_region.c (allocator),
+ * dm_region_catalog.c (catalog) and dm_region_recover.c (what a
+ * reattaching memnode repairs): the layout
  * of tree ids and the few allocator helpers the repair reuses, so both
- * follow exactly the same rules.  Not for use outside those two files.
+ * follow exactly the same rules.  Not for use outside those files.
  */
 #ifndef DM_REGION_INT_H
 #define DM_REGION_INT_H

@@ -46,7 +46,7 @@
  *   region is reported unusable (DM_ERR_CORRUPT) and gets a fresh start.
  * - Data area (tree nodes) is the clients' business: locks of dead
  *   clients are taken over, torn nodes repaired from redo slots
- *   (dm_tree_io.c), unfinished root splits finished (dm_tree.c).
+ *   (dm_tree_redo.c), unfinished root splits finished (dm_tree_descend.c).
  *
  * This runs on every reattach, clean or not: it is one pass over the chunk
  * table and the catalog, and on a cleanly shut down region it finds

@@ -42,6 +42,7 @@
 #define DM_TREE_H
 
 #include "dm_client.h"
+#include "dm_node_fmt.h"	/* DM_NODE_MAGIC, DM_NODE_HEADER, DM_NODE_MIN/MAX */
 
 typedef struct dm_entry
 {
@@ -52,10 +53,6 @@ typedef struct dm_entry
 #define DM_TID_NULL		(UINT64_C(1) << 63)	/* marks an entry with a NULL key */
 #define DM_TID_MAX		(DM_TID_NULL - 1)	/* bound for key ranges (dm_key_hi) */
 #define DM_TID_LIMIT	(UINT64_C(1) << 62)	/* tids of stored entries are below this */
-#define DM_NODE_MAGIC	0xB71E
-#define DM_NODE_HEADER	88
-#define DM_NODE_MIN		256
-#define DM_NODE_MAX		4096
 #define DM_TREE_MAX_MEMNODES 16
 #define DM_TREE_READ_RETRIES 2000
 

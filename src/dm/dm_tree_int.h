@@ -1,12 +1,16 @@
 /*
- * dm_tree_int.h — internals of the remote tree shared by its files:
- * dm_tree_io.c (node I/O, locks), dm_tree_alloc.c (node allocation and
- * placement), dm_tree.c (handles, descent,
- * insert/delete), dm_tree_scan.c (iterators), dm_tree_bulk.c (bulk load),
- * dm_tree_verify.c (verify and statistics).
+ * dm_tree_int.h — internals of the remote tree shared by its files (the
+ * list and the order to read them in: src/dm/README): the handle, the
+ * small helpers all of them use, and what each file offers the others,
+ * under the name of the file.
  */
 #ifndef DM_TREE_INT_H
 #define DM_TREE_INT_H
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "dm_cache.h"
 #include "dm_node.h"
@@ -141,9 +145,59 @@ typedef struct dm_wlock
 #define DM_OWN_SHARED	1		/* straddles a boundary of ours */
 #define DM_OWN_OWNED	2		/* all of it is ours */
 
-/* dm_tree_io.c */
-extern int	dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
+/*
+ * Small helpers every file of the tree uses, here rather than in one of
+ * them so that no file depends on another for them.
+ */
+/* Note why an operation failed (dm_tree_error() returns it); returns status. */
+static inline int dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
+static inline int
+dm_tree_fail(dm_tree *t, int status, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->err, sizeof(t->err), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* A transport error: the client's message becomes the tree's. */
+static inline int
+dm_tree_transport_error(dm_tree *t, int rc)
+{
+	return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+}
+
+static inline uint64_t
+dm_tree_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+/* Back off after the k-th failed attempt: spin, then yield, then sleep. */
+static inline void
+dm_tree_backoff(int k)
+{
+	if (k < 4)
+		return;
+	if (k < 64)
+	{
+		sched_yield();
+		return;
+	}
+	{
+		struct timespec ts = {0, (k < 512 ? 20 : 200) * 1000};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* dm_tree_io.c */
 extern int	dm_tree_read_root(dm_tree *t, dm_gaddr *root);
 extern int	dm_node_read(dm_tree *t, dm_gaddr addr, void *buf);
 /* Read several nodes in one round trip per memnode; each validated (retried alone). */
@@ -158,8 +212,6 @@ extern int	dm_node_read_many(dm_tree *t, const dm_gaddr *addrs, int n, uint8_t *
 /* The tag word of a redo slot while a write that uses it is under way (dm_tree_io.c). */
 #define DM_REDO_BUSY UINT64_C(1)
 
-/* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
-extern int	dm_tree_redo_release(dm_tree *t);
 
 /* Lock a node (CAS and read); *held gets the lock value to release it with. */
 extern int	dm_node_lock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t *held);
@@ -174,6 +226,31 @@ extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held);
 extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 								 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
 
+/* dm_tree_redo.c */
+/* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
+extern int	dm_tree_redo_release(dm_tree *t);
+/*
+ * The lock value for a write of the node at addr: over shm it names this
+ * handle's redo slot on that memnode (allocated on first use; without one,
+ * e.g. when the memnode is full, a plain value: no repair then).
+ */
+extern uint64_t dm_tree_lock_value(dm_tree *t, dm_gaddr addr);
+/*
+ * We hold the lock of the node at addr, taken over from `prev`.  If the
+ * node is DIRTY and prev's redo slot holds this node's image for exactly
+ * that version, store the image (the dead writer's write, finished).  1 if
+ * repaired, 0 if there was nothing to repair, else -status.
+ */
+extern int	dm_tree_repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev);
+/* The position of this handle's redo slot `slot` (-1: not one of ours now). */
+extern int	dm_tree_redo_index(const dm_tree *t, dm_gaddr slot);
+/*
+ * Leave redo slot i to the tree (a batch of ours abandoned earlier claimed
+ * it, or may): a new one is taken at the next lock.
+ */
+extern void dm_tree_redo_abandon(dm_tree *t, int i);
+
+/* dm_tree_cacheio.c */
 /*
  * Read a node through the cache: level is the expected level (-1 unknown),
  * ctx where it was reached from.  *frame (may be NULL) gets the frame the
@@ -243,11 +320,17 @@ extern int	dm_tree_read_horizon_after(dm_tree *t);
  */
 extern int	dm_node_alloc_split(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version);
 
-/* dm_tree_reclaim.c */
+/* dm_tree_reuse.c */
 /* Pop a free node on memnode (DM_ERR_NOTFOUND: none); *version its last version. */
 extern int	dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *version);
 /* Give back a popped node that was never written. */
 extern int	dm_tree_reuse_return(dm_tree *t, dm_gaddr addr);
+/* Put a free (DEAD, unlinked) node into an empty slot; *pushed = 0 if the list is full. */
+extern int	dm_tree_reuse_push(dm_tree *t, dm_gaddr addr, int *pushed);
+/* Free slots in the reuse list: how many leaves a reclaim pass may take out. */
+extern int	dm_tree_reuse_free_slots(dm_tree *t, int *n);
+
+/* dm_tree_reclaim.c */
 /*
  * The locked node (wl, copy buf) has as right sibling a DEAD node (copy
  * rbuf) whose low fence is buf's high fence: finish that unlink (buf takes
@@ -261,7 +344,8 @@ extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);
  * The class the cache uses for a node (its header): what dm_tree_own_class
  * says for its fences, except on a replica handle, where every leaf is
  * foreign and every inner node shared.  The one place that decides what a
- * handle may keep in the cache (dm_tree_io.c) and what verify_cache expects.
+ * handle may keep in the cache (dm_tree_cacheio.c) and what dm_tree_verify_cache
+ * (dm_tree_verify.c) expects.
  */
 extern int	dm_tree_node_class(const dm_tree *t, const void *hdr);
 extern int	dm_tree_owns_entry(const dm_tree *t, dm_entry e);
@@ -300,10 +384,21 @@ extern void dm_offload_free(struct dm_offload *o);
 /* The handle offloads and is not running an operation's one-sided path for it. */
 extern int	dm_offload_wanted(const dm_tree *t);
 
-/* dm_tree.c */
+/* dm_tree_descend.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */
 extern int	dm_tree_descend(dm_tree *t, dm_entry e, int level, dm_gaddr *addr, void *buf);
 /* Like descend, but to the leaf holding the greatest entry < e. */
 extern int	dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf);
+/*
+ * Both of the above (before: to the left of e), and the writers' descent
+ * (no_read: the address only, *out_ctx where it was reached from; a root
+ * whose split never got its new root is grown first).
+ */
+extern int	dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
+								 dm_gaddr *out_addr, void *buf, dm_fetch_ctx *out_ctx);
+/* Install a new root above `root` (copy rootbuf), which no longer spans the key space. */
+extern int	dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf);
+/* A descent or a lock that restarts this often gives up (DM_ERR_CORRUPT). */
+#define DM_TREE_MAX_RESTARTS 10000
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * dm_tree_verify.c — walks the whole tree level by level, top down, and
  * checks every invariant (dm_tree_verify) or gathers its shape
- * (dm_tree_stats_get).  One walker serves both.
+ * (dm_tree_stats_get).  One walker serves both.  Also dm_tree_verify_cache:
+ * every frame a handle's tree has in the node cache against remote memory.
  *
  * A level is read in the order its parents list it (64 nodes per round
  * trip).  Between two consecutive children the sibling chain may contain a
@@ -412,4 +413,95 @@ dm_tree_stats_get(dm_tree *t, dm_tree_stats *st)
 	st->remote_bytes = nodes * t->node_size;
 	st->leaf_fill = st->nodes[0] ? (double) st->entries / ((double) st->nodes[0] * t->leaf_cap) : 0;
 	return DM_OK;
+}
+
+/*
+ * Every cached frame of the tree against remote memory: valid, and what its
+ * ownership class allows (dm_tree_node_class): owned nodes identical, shared
+ * inner nodes never newer, no leaf of another instance cached.
+ */
+int
+dm_tree_verify_cache(dm_tree *t, uint64_t *checked, char *msg, size_t msglen)
+{
+	uint8_t    *mine,
+			   *remote;
+	uint64_t	n = 0;
+	int			rc = DM_OK;
+	dm_gaddr	addr;
+
+	if (checked)
+		*checked = 0;
+	if (t->cache == NULL)
+		return DM_OK;
+	mine = aligned_alloc(8, t->node_size);
+	remote = aligned_alloc(8, t->node_size);
+	if (!mine || !remote)
+	{
+		free(mine);
+		free(remote);
+		return DM_ERR_NOMEM;
+	}
+	for (uint32_t f = dm_cache_next_frame(t->cache, t->ctag, 0, &addr); f != DM_FRAME_NONE;
+		 f = dm_cache_next_frame(t->cache, t->ctag, f + 1, &addr))
+	{
+		const dm_node_hdr *h = NODE_HDR(mine);
+		int			cls;
+
+		/* under the frame's lock no write-through of it is half done */
+		if (dm_cache_lock(t->cache, f, t->ctag, addr, mine, t->node_size) != 0)
+			continue;			/* evicted meanwhile */
+		rc = dm_node_read(t, addr, remote);
+		dm_cache_unlock(t->cache, f, NULL, 0);
+		if (rc != DM_OK)
+			break;
+		n++;
+		cls = dm_tree_node_class(t, h);
+		if (!dm_node_valid(mine, t->node_size, t->info.tree_id))
+		{
+			snprintf(msg, msglen, "cached node 0x%llx (frame %u) does not validate",
+					 (unsigned long long) addr, f);
+			rc = DM_ERR_CORRUPT;
+			break;
+		}
+		if (cls == DM_OWN_OWNED && t->replica)
+		{
+			/* a replica's own leaf: invalidated after the primary's write, so never newer than remote */
+			if (h->version > NODE_HDR(remote)->version)
+			{
+				snprintf(msg, msglen, "cached leaf 0x%llx (frame %u) of a replica is newer than remote memory",
+						 (unsigned long long) addr, f);
+				rc = DM_ERR_CORRUPT;
+				break;
+			}
+		}
+		else if (cls == DM_OWN_OWNED)
+		{
+			/* identical from the version on (the lock word is not part of the node's data) */
+			if (memcmp(mine + 8, remote + 8, dm_node_used_bytes(remote) - 8) != 0 ||
+				dm_node_used_bytes(mine) != dm_node_used_bytes(remote))
+			{
+				snprintf(msg, msglen, "cached owned node 0x%llx (frame %u, level %d) differs from remote memory: "
+						 "version %llu vs %llu, count %u vs %u",
+						 (unsigned long long) addr, f, h->level,
+						 (unsigned long long) h->version, (unsigned long long) NODE_HDR(remote)->version,
+						 h->count, NODE_HDR(remote)->count);
+				rc = DM_ERR_CORRUPT;
+				break;
+			}
+		}
+		else if (cls == DM_OWN_FOREIGN || h->level == 0 || h->version > NODE_HDR(remote)->version)
+		{
+			snprintf(msg, msglen, "cached node 0x%llx (frame %u, level %d) is %s",
+					 (unsigned long long) addr, f, h->level,
+					 cls == DM_OWN_FOREIGN ? "foreign (never cached)" :
+					 h->level == 0 ? "a shared leaf (never cached)" : "newer than remote memory");
+			rc = DM_ERR_CORRUPT;
+			break;
+		}
+	}
+	free(mine);
+	free(remote);
+	if (checked)
+		*checked = n;
+	return rc;
 }

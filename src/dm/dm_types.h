@@ -127,6 +127,14 @@ typedef struct dm_tree_name
 	char		name[DM_TREE_NAME_LEN];	/* DM_TREE_NAMED: NUL-terminated */
 } dm_tree_name;
 
+/* Tree names (dm_tree_name.c).  A name is well formed: known kind, NUL-terminated name, ... */
+extern int	dm_tree_name_valid(const dm_tree_name *name);
+extern int	dm_tree_name_equal(const dm_tree_name *a, const dm_tree_name *b);
+/* Convenience constructors. */
+extern int	dm_tree_name_named(dm_tree_name *n, const char *name);
+extern void dm_tree_name_pg(dm_tree_name *n, uint64_t sysid, uint32_t dboid,
+							uint32_t relfilenode, uint32_t generation);
+
 /* What the catalog tells about a tree. */
 #define DM_TREE_META_WORDS 15
 

@@ -1,20 +1,37 @@
 /*
- * dmam.h — the dmindex access method's internal interface, shared by its
- * files (one per callback group, as in contrib/bloom and pgvector):
+ * dmam.h — the access method's internal interface: everything that deals
+ * with an index relation and its remote tree, shared by the files of the AM.
+ * It builds on dmindex.h (GUCs of the connection, the memnode list, the
+ * backend's client, dm_status -> ereport), which it includes; a file that
+ * needs no Relation (dmconn.c, dmauth.c, dmfuncs.c) includes dmindex.h
+ * only, and nothing declared there refers to what is declared here.
  *
- *   dmhandler.c   the IndexAmRoutine, reloptions, amcanreturn
- *   dmkey.c       key encoding: support functions and scan-key bounds
- *   dmmeta.c      the metapage and the remote tree behind an index
- *   dmbuild.c     ambuild, ambuildempty (sort + bulk load)
+ * The callbacks (one file per group, as in contrib/bloom and pgvector):
+ *   dmhandler.c   the IndexAmRoutine, reloptions (amoptions), amcanreturn
+ *   dmbuild.c     ambuild, ambuildempty, ambuildphasename (sort + bulk load)
  *   dminsert.c    aminsert and the per-transaction insert buffer
  *   dmscan.c      index scans (plain, bitmap, index-only; both directions)
- *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
  *   dmvacuum.c    ambulkdelete, amvacuumcleanup
  *   dmcost.c      amcostestimate
  *   dmvalidate.c  amvalidate
- *   dmgc.c        freeing the remote trees of dropped indexes
+ * The index and its tree:
+ *   dmkey.c       key encoding: support functions and scan-key bounds
+ *   dmmetapage.c  the metapage (block 0) as a page: reading, writing
+ *   dmmeta.c      the remote tree a metapage names: create, open (cached), check
+ *   dmtreeerror.c the error for a failed tree operation (dmindex_tree_error)
+ *   dmscanpin.c   key-range pins: VACUUM waits for index-only scans (btree's pin)
+ *   dmstandby.c   hot standbys: tids past the heap's end, the removal horizon
  *   dmfailover.c  who writes a tree: sync-rep waits, fencing, takeover after promotion
+ *   dmpartition.c key ranges per instance: picking up a new partition map
+ *   dmpartfuncs.c dmindex_set_partitions(), dmindex_partitions(), dmindex_owner()
+ *   dmwal.c       the WAL resource manager: written nodes, for standbys' caches
+ *   dmshmem.c     the node cache in shared memory
+ *   dmclaim.c     this server's claim of its instance id on the memnodes
+ * Trees nobody uses any more, and checks:
+ *   dmgc.c        freeing the trees of dropped indexes and aborted builds
  *   dmgcworker.c  the background worker that collects orphaned trees
+ *   dmcheck.c     dmindex_stats(), dmindex_check(), dmindex_gc()
+ * dmindex.c (_PG_init, dmindex.h) calls each file's init function.
  *
  * Keys.  Every opclass maps its type to a 64-bit unsigned key that orders
  * exactly like the type's btree order (support function 1, "encode",
@@ -35,10 +52,10 @@
 #include "datatype/timestamp.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
+#include "storage/bufpage.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 
-#include "dm_region.h"
 #include "dm_tree.h"
 #include "dmindex.h"
 
@@ -142,6 +159,19 @@ typedef struct DmMetaPageData
 
 #define DMINDEX_META_UNLOGGED_INIT 0x1	/* init fork: no tree yet, build one on first use */
 
+/* ---- the metapage as a page (dmmetapage.c) ---- */
+
+/* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
+extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);
+/* The same without errors: false if there is no valid metapage (for DROP and GC). */
+extern bool dmindex_try_read_meta(Relation index, DmMetaPageData *meta);
+/* Lay the metapage into page (a zeroed BLCKSZ buffer or a locked buffer page). */
+extern void dmindex_fill_metapage(Page page, const DmMetaPageData *meta);
+/* Write the metapage to block 0 of the main fork (WAL-logged when the index is). */
+extern void dmindex_write_metapage(Relation index, const DmMetaPageData *meta, bool extend);
+
+/* ---- the tree behind the metapage (dmmeta.c) ---- */
+
 /*
  * The open tree of an index, cached per backend and revalidated against the
  * metapage and the memnodes' incarnations.  Raises an error (connection
@@ -207,10 +237,6 @@ extern void dmindex_claim_check(struct dm_client *client, uint16 node);
 /* Another running server holds the claim of instance on memnode node. */
 extern bool dmindex_claim_held_by_other(struct dm_client *client, uint16 node, int instance);
 
-/* Read the metapage (raises ERRCODE_INDEX_CORRUPTED if it is not ours). */
-extern void dmindex_read_meta(Relation index, DmMetaPageData *meta);
-/* The same without errors: false if there is no valid metapage (for DROP and GC). */
-extern bool dmindex_try_read_meta(Relation index, DmMetaPageData *meta);
 
 /*
  * Create a fresh remote tree for the index's current relfilenode and write
@@ -222,7 +248,7 @@ extern bool dmindex_try_read_meta(Relation index, DmMetaPageData *meta);
  */
 extern dm_tree *dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional);
 
-/* Raise the error for a failed tree operation. */
+/* Raise the error for a failed tree operation (dmtreeerror.c). */
 extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_attribute_noreturn();
 
 /* ---- per-transaction insert buffer (dminsert.c) --------------------------------- */
@@ -259,26 +285,46 @@ extern void dmindex_pin_wait(uint64 tree_id, const dm_entry *deleted, int n);
 
 /* ---- the AM callbacks ------------------------------------------------------------- */
 
+/*
+ * One line each: what PostgreSQL may expect of the callback (filled into the
+ * IndexAmRoutine by dmhandler()).
+ */
+
+/* ambuild: a new remote tree for the index's new relfilenode, bulk-loaded from every heap tuple, and its metapage. */
 extern IndexBuildResult *dmbuild(Relation heap, Relation index, IndexInfo *indexInfo);
+/* ambuildempty: an unlogged index's init fork: a metapage naming no tree (the first use after a crash builds one). */
 extern void dmbuildempty(Relation index);
+/* ambuildphasename: the name of a CREATE INDEX progress phase, NULL for an unknown one. */
 extern char *dmbuildphasename(int64 phasenum);
+/* aminsert: queue the row's (key, tid) in the transaction's insert buffer, written remotely at commit (WAL first); returns false. */
 extern bool dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 					 Relation heapRel, IndexUniqueCheck checkUnique,
 					 bool indexUnchanged, struct IndexInfo *indexInfo);
+/* ambulkdelete: raise the removal horizon, delete every entry whose tid callback calls dead, wait out scan pins; stats. */
 extern IndexBulkDeleteResult *dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 										   IndexBulkDeleteCallback callback, void *callback_state);
+/* amvacuumcleanup: nothing to clean up; returns stats as given (NULL when no bulk delete ran), like nbtree. */
 extern IndexBulkDeleteResult *dmvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
+/* amcanreturn: index-only scans when the opclass can decode keys, never during recovery. */
 extern bool dmcanreturn(Relation index, int attno);
+/* amcostestimate: btcostestimate's method over the remote tree's size, its node reads dearer than local pages. */
 extern void dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 						   Cost *indexStartupCost, Cost *indexTotalCost,
 						   Selectivity *indexSelectivity, double *indexCorrelation,
 						   double *indexPages);
+/* amoptions: parse and validate the reloptions (node_size, fillfactor, placement_level, memnodes). */
 extern bytea *dmoptions(Datum reloptions, bool validate);
+/* amvalidate: whether an operator class is sound (btree strategies, encode function, optional decode); each problem reported as INFO. */
 extern bool dmvalidate(Oid opclassoid);
+/* ambeginscan: the scan's state; nothing remote happens before amrescan and the first fetch. */
 extern IndexScanDesc dmbeginscan(Relation index, int nkeys, int norderbys);
+/* amrescan: turn the scan keys into one entry range and start over from it. */
 extern void dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys);
+/* amgettuple: the next matching tid in direction dir (remote entries merged with the transaction's buffered ones); false at the end. */
 extern bool dmgettuple(IndexScanDesc scan, ScanDirection dir);
+/* amgetbitmap: add every matching tid to the bitmap (to recheck on a standby); returns how many. */
 extern int64 dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+/* amendscan: release the scan's iterator, pin and memory. */
 extern void dmendscan(IndexScanDesc scan);
 
 /* ---- garbage collection of remote trees (dmgc.c) ----------------------------------- */

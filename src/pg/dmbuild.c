@@ -68,6 +68,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->indtuples++;
 }
 
+/* ambuild: a new remote tree for the index's new relfilenode, bulk-loaded from every heap tuple, and its metapage. */
 IndexBuildResult *
 dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -187,12 +188,14 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	return result;
 }
 
+/* ambuildempty: an unlogged index's init fork: a metapage naming no tree (the first use after a crash builds one). */
 void
 dmbuildempty(Relation index)
 {
 	dmindex_create_tree(index, INIT_FORKNUM, true);
 }
 
+/* ambuildphasename: the name of a CREATE INDEX progress phase, NULL for an unknown one. */
 char *
 dmbuildphasename(int64 phasenum)
 {

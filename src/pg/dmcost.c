@@ -159,6 +159,7 @@ dm_index_correlation(PlannerInfo *root, IndexOptInfo *index)
 	return correlation;
 }
 
+/* amcostestimate: btcostestimate's method over the remote tree's size, its node reads dearer than local pages. */
 void
 dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 			   Cost *indexStartupCost, Cost *indexTotalCost,

@@ -66,6 +66,7 @@ dmindex_init_reloptions(void)
 	dm_relopt_tab[3] = (relopt_parse_elt) {"memnodes", RELOPT_TYPE_STRING, offsetof(DmIndexOptions, memnodes_offset)};
 }
 
+/* amoptions: parse and validate the reloptions (node_size, fillfactor, placement_level, memnodes). */
 bytea *
 dmoptions(Datum reloptions, bool validate)
 {
@@ -81,6 +82,7 @@ dmoptions(Datum reloptions, bool validate)
 	return (bytea *) opts;
 }
 
+/* amcanreturn: index-only scans when the opclass can decode keys, never during recovery. */
 bool
 dmcanreturn(Relation index, int attno)
 {
@@ -94,6 +96,11 @@ dmcanreturn(Relation index, int attno)
 	return dmindex_can_decode(index);
 }
 
+/*
+ * The access method's handler: its properties and callbacks.  Each
+ * callback's contract is the one-line comment at its declaration in dmam.h
+ * (and at its definition); src/pg/README maps callbacks to files.
+ */
 Datum
 dmhandler(PG_FUNCTION_ARGS)
 {

@@ -1,7 +1,12 @@
 /*
- * dmindex.h — what the PostgreSQL side of dmindex shares between its files:
- * the GUC variables, the parsed memnode list, the backend's memnode client,
- * and the mapping of dm_status codes to ereport().
+ * dmindex.h — the lower of the two internal headers of the PostgreSQL side:
+ * what its files share that has nothing to do with an index relation: the
+ * GUC variables of the connection (dmindex.c), credentials for the memnodes
+ * (dmauth.c), the parsed memnode list, the backend's memnode client and the
+ * mapping of dm_status codes to ereport() (dmconn.c).  dmfuncs.c (the
+ * memnode SQL functions) needs only this.  The access method's own
+ * interface is dmam.h, which includes this header; nothing here refers to
+ * anything there.
  *
  * The code under src/dm/ knows nothing of PostgreSQL: it returns dm_status
  * codes and waits through a callback.  Everything that turns those into

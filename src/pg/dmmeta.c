@@ -1,6 +1,6 @@
 /*
- * dmmeta.c — the metapage (block 0) of a dmindex index and the remote tree
- * it names: creating the tree for a new relfilenode, opening it (cached per
+ * dmmeta.c — the remote tree an index's metapage (block 0, dmmetapage.c)
+ * names: creating the tree for a new relfilenode, opening it (cached per
  * backend), and checking that the memnodes still hold it.
  *
  * An index's tree is named in its home memnode's catalog by (system
@@ -50,134 +50,6 @@ static DmIndexOptions *
 index_options(Relation index)
 {
 	return (DmIndexOptions *) index->rd_options;
-}
-
-void
-dmindex_tree_error(Relation index, dm_tree *tree, int status)
-{
-	const char *detail = tree ? dm_tree_error(tree) : "";
-
-	/*
-	 * A standby reads trees its primary may free once it has dropped or
-	 * rebuilt the index, before the standby replays that: reads then fail
-	 * validation (the memory is zeroed or another tree's).  Tell it apart
-	 * from damage by asking the catalog.
-	 */
-	if (tree && dm_tree_is_replica(tree) && (status == DM_ERR_CORRUPT || status == DM_ERR_NOTFOUND) &&
-		dm_tree_check_exists(tree) == DM_ERR_NOTFOUND)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("the remote tree of index \"%s\" no longer exists", RelationGetRelationName(index)),
-				 errdetail("The primary has dropped or rebuilt the index, and this standby has not replayed that yet."),
-				 errhint("Retry once the standby has caught up.")));
-
-	switch (status)
-	{
-		case DM_ERR_INCARNATION:
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("index \"%s\" has lost its data: a memory node restarted",
-							RelationGetRelationName(index)),
-					 errdetail("%s", detail),
-					 errhint("REINDEX the index.")));
-			break;
-		case DM_ERR_CORRUPT:
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("index \"%s\" is corrupted", RelationGetRelationName(index)),
-					 errdetail("%s", detail),
-					 errhint("REINDEX the index.")));
-			break;
-		case DM_ERR_REPLICA:
-			/* a standby's handles are read-only (dmindex_open_tree): nothing may get here */
-			ereport(ERROR,
-					(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-					 errmsg("cannot change the remote tree of index \"%s\" during recovery",
-							RelationGetRelationName(index)),
-					 errdetail("%s.", detail)));
-			break;
-		case DM_ERR_TIMEOUT:
-			if (tree && dm_tree_is_replica(tree) && strstr(detail, "mid-write") != NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("could not read index \"%s\": a node of its remote tree is being written for too long",
-								RelationGetRelationName(index)),
-						 errdetail("%s.", detail),
-						 errhint("If the primary's backend writing it died, the primary repairs the node when it next writes there; retry the query.")));
-			dmindex_raise(status, dmindex_get_client(), NULL);
-			break;
-		case DM_ERR_FENCED:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("index \"%s\" is now written by another server", RelationGetRelationName(index)),
-					 errdetail("%s.", detail),
-					 errhint("A standby was promoted in this server's place. Stop this server, or make it a standby of the new primary.")));
-			break;
-		case DM_ERR_INVALID:
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("invalid operation on index \"%s\"", RelationGetRelationName(index)),
-					 errdetail("%s", detail)));
-			break;
-		default:
-			{
-				dm_client  *client = dmindex_get_client();
-				char		named[128];
-
-				/*
-				 * A failure of a memnode or of the way to it (the tree's
-				 * message is the client's, which names the memnode), or a
-				 * wait interrupted: reported as the memnode's.  Anything
-				 * else failed in the tree itself (a descent that did not
-				 * converge, an allocation): say so, with the tree's
-				 * message, not as a request of memnode "unknown".
-				 */
-				if (status == DM_ERR_INTERRUPTED || tree == NULL ||
-					(client && strcmp(detail, dm_client_error(client)) == 0 &&
-					 dmindex_error_memnode(client, named, sizeof(named)) != NULL))
-					dmindex_raise(status, client, NULL);
-				ereport(ERROR,
-						(errcode(status == DM_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY :
-								 status == DM_ERR_NOSPACE ? ERRCODE_INSUFFICIENT_RESOURCES :
-								 ERRCODE_INTERNAL_ERROR),
-						 errmsg("operation on the remote tree of index \"%s\" failed: %s",
-								RelationGetRelationName(index), dm_strerror(status)),
-						 detail[0] ? errdetail("%s%s", detail,
-											   strchr(".!?", detail[strlen(detail) - 1]) ? "" : ".") : 0));
-			}
-	}
-	pg_unreachable();
-}
-
-bool
-dmindex_try_read_meta(Relation index, DmMetaPageData *meta)
-{
-	Buffer		buf;
-
-	if (RelationGetNumberOfBlocks(index) == 0)
-		return false;
-	buf = ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	memcpy(meta, PageGetContents(BufferGetPage(buf)), sizeof(*meta));
-	UnlockReleaseBuffer(buf);
-	return meta->magic == DMINDEX_META_MAGIC && meta->version == DMINDEX_META_VERSION &&
-		meta->nmemnodes > 0 && meta->nmemnodes <= DMINDEX_MAX_MEMNODES;
-}
-
-void
-dmindex_read_meta(Relation index, DmMetaPageData *meta)
-{
-	if (RelationGetNumberOfBlocks(index) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" has no metapage", RelationGetRelationName(index)),
-				 errhint("REINDEX the index.")));
-	if (!dmindex_try_read_meta(index, meta))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" is not a dmindex index or has an unsupported version",
-						RelationGetRelationName(index)),
-				 errhint("REINDEX the index.")));
 }
 
 /*
@@ -257,33 +129,6 @@ require_memnode(Relation index, dm_client *client, uint16 id, uint64 incarnation
 		dmindex_raise(info.status, client, info.address);
 }
 
-/* Lay the metapage into page (a zeroed BLCKSZ buffer or a locked buffer page). */
-static void
-fill_metapage(Page page, const DmMetaPageData *meta)
-{
-	PageInit(page, BLCKSZ, 0);
-	memcpy(PageGetContents(page), meta, sizeof(*meta));
-	/* pd_lower past the data so full-page images may omit the hole */
-	((PageHeader) page)->pd_lower = ((char *) PageGetContents(page) + sizeof(*meta)) - (char *) page;
-}
-
-/* Write the metapage to block 0 of the main fork (WAL-logged when the index is). */
-static void
-write_main_metapage(Relation index, const DmMetaPageData *meta, bool extend)
-{
-	Buffer		buf;
-	GenericXLogState *state;
-	Page		page;
-
-	buf = extend ? ReadBuffer(index, P_NEW) : ReadBuffer(index, DMINDEX_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	Assert(BufferGetBlockNumber(buf) == DMINDEX_METAPAGE_BLKNO);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-	fill_metapage(page, meta);
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buf);
-}
 
 /* Memnodes the new tree spreads over: the "memnodes" reloption, else all. */
 static int
@@ -353,7 +198,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 
 		meta.flags = DMINDEX_META_UNLOGGED_INIT;
 		meta.nmemnodes = 1;
-		fill_metapage(page, &meta);
+		dmindex_fill_metapage(page, &meta);
 		PageSetChecksumInplace(page, DMINDEX_METAPAGE_BLKNO);
 		smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, DMINDEX_METAPAGE_BLKNO, (char *) page, true);
 		log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
@@ -413,7 +258,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 		dmindex_gc_note_created(&meta);
 	dmindex_writer_created(index, tree);
 
-	write_main_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
+	dmindex_write_metapage(index, &meta, RelationGetNumberOfBlocks(index) == 0);
 	return tree;
 }
 

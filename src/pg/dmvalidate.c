@@ -53,6 +53,7 @@ dm_family_encodes(List *groups, Oid typid)
 	return false;
 }
 
+/* amvalidate: whether an operator class is sound (btree strategies, encode function, optional decode); each problem reported as INFO. */
 bool
 dmvalidate(Oid opclassoid)
 {

@@ -50,6 +50,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ops[i].addr = dm_gaddr_make(1, dm_gaddr_offset(ops[i].addr) % (mn.region.size + 4096));
 
 	memset(&ci, 0, sizeof(ci));
+	ci.mns = &mn;
 	snprintf(ci.peer, sizeof(ci.peer), "fuzz");
 	snprintf(ci.identity, sizeof(ci.identity), "tenant-a");
 	ci.handshaken = 1;

@@ -31,6 +31,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fz_reset();
 	memset(&ci, 0, sizeof(ci));
+	ci.mns = &mn;
 	snprintf(ci.peer, sizeof(ci.peer), "fuzz");
 	ci.handshaken = data[0] & 1;
 	ci.tear = 0;

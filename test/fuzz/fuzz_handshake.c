@@ -31,6 +31,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_reset();
 	ctr = &mn.worker_counters[0];
 	memset(&ci, 0, sizeof(ci));
+	ci.mns = &mn;
 	snprintf(ci.peer, sizeof(ci.peer), "fuzz");
 	fz_run_stream(&ci, ctr, data, size, 1);
 	if (ci.handshaken)

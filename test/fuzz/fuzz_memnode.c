@@ -49,6 +49,7 @@ void
 fz_init(int auth)
 {
 	mn.cfg.log_level = LOG_ERROR;
+	mn_log_init(&mn.cfg);
 	mn.cfg.threads = 1;
 	mn.worker_counters = counters;
 	pthread_mutex_init(&mn.region_lock, NULL);
