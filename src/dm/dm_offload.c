@@ -389,6 +389,22 @@ over_ucx(const dm_tree *t, uint16_t mn)
  * One offload RPC from the start node for e.  DM_ERR_FALLBACK when the
  * policy says no or the executor declined.
  */
+/*
+ * An offloaded write whose outcome is unknown (no reply, or one we cannot
+ * read): any node under its start may have changed.  Standbys are told to
+ * drop the whole tree (the write log), and so is this server's cache: an
+ * owned frame is trusted without a remote read (dm_tree_cacheio.c), so a
+ * copy older than what the executor wrote would hide it.
+ */
+static void
+write_outcome_unknown(dm_tree *t)
+{
+	dm_tree_wlog_lost(t);
+	if (t->cache)
+		dm_cache_invalidate_tree(t->cache, t->ctag);
+	t->off->ctr.lost_writes++;
+}
+
 static int
 offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 			uint32_t max, dm_rpc_off_rep *rep, dm_entry *ents)
@@ -467,10 +483,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	}
 	/* a write whose outcome is unknown: any node of the subtree may have changed */
 	if (write && rc != DM_OK && rc != DM_ERR_FALLBACK)
-	{
-		dm_tree_wlog_lost(t);
-		o->ctr.lost_writes++;
-	}
+		write_outcome_unknown(t);
 	if (f != DM_FRAME_NONE)
 		dm_cache_admit_abort(t->cache, f);
 	if (rc != DM_OK)
@@ -490,10 +503,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	{
 		free(rbuf);
 		if (write)
-		{
-			dm_tree_wlog_lost(t);
-			o->ctr.lost_writes++;
-		}
+			write_outcome_unknown(t);
 		return dm_tree_fail(t, DM_ERR_PROTOCOL, "malformed reply to an offloaded operation");
 	}
 	if (ents)
@@ -587,6 +597,38 @@ dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 	return rc;
 }
 
+/*
+ * A scan reply is believed only if it can be right: its entries ascending
+ * and inside [lo, hi], and a resume point past what it returned (or past
+ * lo when it returned nothing) -- the scan has no recheck, and a resume
+ * point that does not move would loop.  DM_ERR_PROTOCOL otherwise.
+ */
+static int
+scan_reply_valid(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
+				 const dm_rpc_off_rep *rep, const dm_entry *out)
+{
+	dm_entry	resume = {rep->resume.key, rep->resume.tid};
+	int			c;
+
+	if (rep->done > DM_OFF_RESUME_INCL)
+		return dm_tree_fail(t, DM_ERR_PROTOCOL, "offloaded scan: bad end marker %u", (unsigned) rep->done);
+	for (uint32_t i = 0; i < rep->count; i++)
+	{
+		if ((c = dm_entry_cmp(out[i], lo)) < 0 || (c == 0 && !lo_incl) ||
+			(c = dm_entry_cmp(out[i], hi)) > 0 || (c == 0 && !hi_incl) ||
+			(i > 0 && dm_entry_cmp(out[i - 1], out[i]) >= 0))
+			return dm_tree_fail(t, DM_ERR_PROTOCOL, "offloaded scan: entry %u out of order or outside the range", i);
+	}
+	if (rep->done == 1)
+		return DM_OK;
+	/* the rest starts at resume (inclusive if DM_OFF_RESUME_INCL): it must move on */
+	c = rep->count > 0 ? dm_entry_cmp(resume, out[rep->count - 1]) : dm_entry_cmp(resume, lo);
+	if (rep->count > 0 ? (c < 0 || (c == 0 && rep->done == DM_OFF_RESUME_INCL)) :
+		(c < 0 || (c == 0 && (rep->done == DM_OFF_RESUME_INCL || !lo_incl))))
+		return dm_tree_fail(t, DM_ERR_PROTOCOL, "offloaded scan: the resume point does not move on");
+	return DM_OK;
+}
+
 int
 dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 					  dm_entry *out, int max, int *n, int *more, dm_entry *resume)
@@ -603,6 +645,8 @@ dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_
 	rc = offload_rpc(t, DM_RPC_OFF_SCAN, lo, lo_incl, hi, hi_incl,
 					 (uint32_t) (max < DM_OFF_MAX_ENTRIES ? max : DM_OFF_MAX_ENTRIES), &rep, out);
 	if (rc != DM_OK)
+		return rc;
+	if ((rc = scan_reply_valid(t, lo, lo_incl, hi, hi_incl, &rep, out)) != DM_OK)
 		return rc;
 	*n = (int) rep.count;
 	*more = rep.done == 1 ? 0 : rep.done == DM_OFF_RESUME_INCL ? DM_OFF_RESUME_INCL : 1;

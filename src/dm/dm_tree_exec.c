@@ -194,7 +194,14 @@ exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry *
 		if ((rc = dm_node_read(t, right, buf)) != DM_OK)
 			goto out;
 		addr = right;
-		if (NODE_HDR(buf)->level != 0 || dm_entry_cmp(NODE_HDR(buf)->low, cur) > 0)
+		/*
+		 * The leaf that follows has our high fence as its low one (a dead,
+		 * empty leaf too: dm_tree_scan.c step_right, whose test this is);
+		 * anything else is memory reused since we read the link -- a leaf
+		 * further left would take the scan backwards.
+		 */
+		if (NODE_HDR(buf)->level != 0 || dm_entry_cmp(NODE_HDR(buf)->low, cur) != 0 ||
+			((NODE_HDR(buf)->flags & DM_NODE_DEAD) && NODE_HDR(buf)->count != 0))
 		{
 			/* not the leaf that follows any more (reused): find it from the start node */
 			if ((rc = dm_tree_descend(t, cur, 0, &addr, buf)) != DM_OK)
