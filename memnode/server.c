@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -128,6 +129,49 @@ set_events(mn_worker *w, mn_conn *c, uint32_t events)
 }
 
 /*
+ * Could the frame change memory?  A batch with any op but READ, and every
+ * RPC (allocation, frees, the catalog, offloaded writes); reads, HELLO and
+ * AUTH cannot.  (The batch was not validated yet: a malformed one is
+ * treated as a writer, which only means the check below runs.)
+ */
+static int
+frame_may_write(const uint8_t *frame, const dm_frame_hdr *h)
+{
+	const dm_batch_hdr *bh = (const dm_batch_hdr *) (frame + DM_HDR_SIZE);
+	const dm_wire_op *ops = (const dm_wire_op *) (bh + 1);
+
+	if (h->type == DM_MSG_RPC)
+		return 1;
+	if (h->type != DM_MSG_BATCH)
+		return 0;
+	if (h->length < DM_HDR_SIZE + sizeof(*bh) ||
+		(h->length - DM_HDR_SIZE - sizeof(*bh)) / sizeof(dm_wire_op) < bh->nops)
+		return 1;
+	for (uint32_t i = 0; i < bh->nops; i++)
+		if (ops[i].kind != DM_OP_READ)
+			return 1;
+	return 0;
+}
+
+/*
+ * Has the client hung up?  A client closes its connection when it gives up
+ * on a request (a timeout, a cancel): it will never learn what became of
+ * it and goes on as if it had failed -- a PostgreSQL transaction then
+ * aborts, VACUUM may free the tid its entry names, and an insert landing
+ * afterwards (a memnode that was stopped or far behind) would make the
+ * index name a row that is not that key's.  So a request that could write
+ * is not run once its sender has hung up.  (One already running when the
+ * client gives up lands, as it would have a moment earlier.)
+ */
+static int
+peer_hung_up(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/*
  * Execute every complete frame in the input buffer.  Stops early when a
  * reply could not be sent completely (we stop reading until it drains, so
  * a client that never reads cannot make us queue unbounded replies).
@@ -151,6 +195,11 @@ process_input(mn_worker *w, mn_conn *c)
 		}
 		if (c->in_len - pos < h.length)
 			break;
+		if (frame_may_write(c->in + pos, &h) && peer_hung_up(c->fd))
+		{
+			conn_close(w, c, "client hung up: its pending requests are not run");
+			return -1;
+		}
 		/* frame lengths are multiples of 8, so c->in + pos stays 8-aligned */
 		if (mn_exec_frame(&c->info, w->ctr, c->in + pos, &c->out, &c->out_len, &c->out_cap) < 0)
 		{
