@@ -375,7 +375,8 @@ main(int argc, char **argv)
 	if (mn.cfg.ucx && mn_ucx_init() < 0)
 		return 1;
 	/* at most this many workers run offloaded operations at once (offload.c) */
-	mn_offload_init(mn.cfg.offload_threads >= 0 ? mn.cfg.offload_threads : (mn.cfg.threads + 1) / 2);
+	mn_offload_init(mn.cfg.offload_threads >= 0 ? mn.cfg.offload_threads : (mn.cfg.threads + 1) / 2,
+					mn_exec_frame);
 	if (mn_region_create(&mn) < 0)
 	{
 		mn_region_close(&mn, 0);

@@ -84,8 +84,8 @@ typedef struct mn_state
  * The memnode's state.  main.c owns the one instance and hands it to the
  * other files: to the server (mn_server_*), the region (mn_region_*,
  * mn_ucx_*), the request executor through each connection's mn_conn_info,
- * and its configuration to the log (mn_log_init).  Only offload.c still
- * reads the instance directly.
+ * and its configuration to the log (mn_log_init).  No other file reads the
+ * instance; the fuzz targets, which replace main.c, define their own.
  */
 extern mn_state mn;
 
@@ -162,7 +162,16 @@ extern void mn_auth_batch_end(const mn_conn_info *ci);
 extern void mn_auth_quiesce(void);
 
 /* offload.c: the offload executor (DM_RPC_OFF_*) */
-extern void mn_offload_init(int nslots);
+typedef int (*mn_frame_exec) (mn_conn_info *ci, mn_counters *ctr, const uint8_t *frame,
+							  uint8_t **out, uint32_t *out_len, uint32_t *out_cap);
+/*
+ * nslots executors at once; each runs its tree operation's batches through
+ * exec (main.c passes mn_exec_frame: the executor's batches are checked
+ * and journaled as a client's).  Passed, not called by name, so that the
+ * request executor (exec.c), which dispatches offload RPCs here, and this
+ * file do not depend on each other.
+ */
+extern void mn_offload_init(int nslots, mn_frame_exec exec);
 extern int	mn_offload_slots(void);
 /* Run one; the reply args are at *rep (thread-local), *replen bytes. */
 extern int	mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const uint8_t *args,

@@ -6,7 +6,8 @@
  *
  * The tree code is the clients' own (src/dm/dm_tree_exec.c): a handle in
  * executor mode on an in-process client (dm_client_local.c) whose every
- * frame goes through mn_exec_frame() with the caller's connection info.
+ * frame goes through the request executor (mn_exec_frame(), given to
+ * mn_offload_init) with the caller's connection info.
  * So the executor's batches are bounds-checked, confined to the caller's
  * identity's trees (auth.c) and journaled exactly like that client's tcp
  * batches, and its lock words and version guards are the ones clients use.
@@ -71,10 +72,13 @@ make_key(void)
 	(void) pthread_key_create(&tl_key, thread_done);
 }
 
+static mn_frame_exec frame_exec;
+
 void
-mn_offload_init(int nslots)
+mn_offload_init(int nslots, mn_frame_exec exec)
 {
 	slots = nslots;
+	frame_exec = exec;
 }
 
 int
@@ -87,11 +91,11 @@ static int
 local_exec(void *arg, const uint8_t *frame, uint8_t **out, uint32_t *out_len, uint32_t *out_cap)
 {
 	(void) arg;
-	return mn_exec_frame(&tl_ci, tl_ctr, frame, out, out_len, out_cap);
+	return frame_exec(&tl_ci, tl_ctr, frame, out, out_len, out_cap);
 }
 
 static dm_client *
-client(void)
+client(const mn_conn_info *ci)
 {
 	dm_node_info ni;
 
@@ -102,8 +106,8 @@ client(void)
 		tl_client = NULL;
 	}
 	if (tl_client == NULL)
-		tl_client = dm_client_create_local(mn.region.node_id, mn.region.size,
-										   mn.region.sb->chunk_size, local_exec, NULL);
+		tl_client = dm_client_create_local(ci->mns->region.node_id, ci->mns->region.size,
+										   ci->mns->region.sb->chunk_size, local_exec, NULL);
 	return tl_client;
 }
 
@@ -116,10 +120,10 @@ own_tree(const mn_conn_info *ci, uint64_t tree_id)
 
 	if (ci->ident == 0)
 		return DM_OK;
-	pthread_mutex_lock(&mn.region_lock);
-	if (dm_region_tree_owner(&mn.region, tree_id, &ident) != DM_OK || ident != ci->ident)
+	pthread_mutex_lock(&ci->mns->region_lock);
+	if (dm_region_tree_owner(&ci->mns->region, tree_id, &ident) != DM_OK || ident != ci->ident)
 		rc = DM_ERR_PERMISSION;
-	pthread_mutex_unlock(&mn.region_lock);
+	pthread_mutex_unlock(&ci->mns->region_lock);
 	return rc;
 }
 
@@ -153,7 +157,7 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 			.declined_busy = __atomic_load_n(&n_busy, __ATOMIC_RELAXED),
 			.fallbacks = __atomic_load_n(&n_fallbacks, __ATOMIC_RELAXED),
 			.busy_ns = __atomic_load_n(&busy_ns, __ATOMIC_RELAXED),
-			.uptime_ns = mn_mono_ns() - mn.start_mono_ns};
+			.uptime_ns = mn_mono_ns() - ci->mns->start_mono_ns};
 
 		memcpy(tl_rep, &lr, sizeof(lr));
 		*replen = sizeof(lr);
@@ -174,9 +178,9 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 	tl_ci.close_after_reply = 0;
 	tl_ctr = ctr;
 	orep = (dm_rpc_off_rep *) tl_rep;
-	if ((c = client()) == NULL)
+	if ((c = client(ci)) == NULL)
 		rc = DM_ERR_NOMEM;
-	else if ((rc = dm_tree_exec_open(c, mn.region.node_id, &req, &t)) == DM_OK)
+	else if ((rc = dm_tree_exec_open(c, ci->mns->region.node_id, &req, &t)) == DM_OK)
 	{
 		rc = dm_tree_exec_run(t, code, &req, orep, (dm_entry *) (tl_rep + sizeof(*orep)));
 		if (rc != DM_OK && rc != DM_ERR_FALLBACK && rc != DM_ERR_FENCED)

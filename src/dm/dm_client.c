@@ -2,7 +2,8 @@
  * dm_client.c — the transport client: creating it, connections to memnodes
  * (the handshake, authenticated or not, the incarnation check, the choice of
  * backend), checking and reconnecting them, and what the client says about
- * them.  Batches of one-sided operations (dm_post) are in dm_client_batch.c,
+ * them.  Failing a connection (dm_fail) is in dm_conn_fail.c, batches of
+ * one-sided operations (dm_post) in dm_client_batch.c,
  * RPCs in dm_client_rpc.c, socket details in dm_sock.c, the shm backend in
  * dm_shm.c, the ucx backend in dm_ucx.c.
  */
@@ -20,57 +21,6 @@
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define DEFAULT_OP_TIMEOUT_MS 10000
-
-/* Errors after which the byte stream (or mapping) can no longer be trusted. */
-static int
-breaks_connection(int status)
-{
-	switch (status)
-	{
-		case DM_ERR_CONNECT:
-		case DM_ERR_TIMEOUT:
-		case DM_ERR_CLOSED:
-		case DM_ERR_INCARNATION:
-		case DM_ERR_PROTOCOL:
-		case DM_ERR_VERSION:
-		case DM_ERR_INTERRUPTED:
-		case DM_ERR_AUTH:
-			return 1;
-		default:
-			return 0;
-	}
-}
-
-void
-dm_conn_break(dm_conn *cn, int status)
-{
-	if (cn->fd >= 0)
-		close(cn->fd);
-	cn->fd = -1;
-	dm_shm_unmap(cn);
-	dm_ucx_close(cn);
-	cn->status = status;
-}
-
-int
-dm_fail(dm_client *c, dm_conn *cn, int status, const char *fmt,...)
-{
-	char		detail[400];
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	if (cn != NULL)
-	{
-		snprintf(c->err, sizeof(c->err), "memnode %s: %s", cn->address, detail);
-		if (breaks_connection(status))
-			dm_conn_break(cn, status);
-	}
-	else
-		snprintf(c->err, sizeof(c->err), "%s", detail);
-	return status;
-}
 
 dm_client *
 dm_client_create(const dm_client_opts *opts)
@@ -296,6 +246,7 @@ dm_conn_open(dm_client *c, dm_conn *cn)
 	cn->backend = DM_BACKEND_TCP;
 	if (c->opts.backend == DM_BACKEND_UCX)
 	{
+		cn->release = dm_ucx_close;
 		if ((rc = dm_ucx_attach(c, cn)) != DM_OK)
 		{
 			dm_conn_break(cn, rc);
@@ -305,6 +256,7 @@ dm_conn_open(dm_client *c, dm_conn *cn)
 	}
 	else if (c->opts.backend != DM_BACKEND_TCP)
 	{
+		cn->release = dm_shm_unmap;
 		rc = cn->shm_offered ? dm_shm_map(c, cn) : DM_ERR_NOSHM;
 		if (rc == DM_OK)
 			cn->backend = DM_BACKEND_SHM;

@@ -17,6 +17,7 @@ typedef struct dm_conn
 	int			fd;				/* -1 when closed */
 	int			status;			/* DM_OK, or why the connection is unusable */
 	int			backend;		/* DM_BACKEND_TCP, DM_BACKEND_SHM or DM_BACKEND_UCX */
+	void		(*release) (struct dm_conn *cn);	/* the backend's teardown (dm_conn_break runs it) */
 	uint64_t	incarnation;	/* accepted; 0 before the first handshake */
 	uint64_t	seen_incarnation;
 	uint64_t	region_size;

@@ -135,6 +135,18 @@ dm_offload_mode_name(int mode)
 	return mode == DM_OFFLOAD_ALWAYS ? "always" : mode == DM_OFFLOAD_AUTO ? "auto" : "off";
 }
 
+static int	hook_wanted(const dm_tree *t);
+static void hook_release(struct dm_offload *o);
+
+/* What the tree's public operations call (dm_tree_int.h) */
+static const dm_offload_hooks hooks = {
+	.wanted = hook_wanted,
+	.write = dm_offload_write,
+	.sorted = dm_offload_sorted,
+	.lookup = dm_offload_lookup,
+	.release = hook_release,
+};
+
 int
 dm_tree_set_offload(dm_tree *t, int mode)
 {
@@ -142,14 +154,14 @@ dm_tree_set_offload(dm_tree *t, int mode)
 		return DM_ERR_INVALID;
 	if (mode == DM_OFFLOAD_OFF)
 	{
-		dm_offload_free(t->off);
-		t->off = NULL;
+		dm_tree_offload_release(t);
 		return DM_OK;
 	}
 	if (t->off == NULL)
 	{
 		if ((t->off = calloc(1, sizeof(*t->off))) == NULL)
 			return DM_ERR_NOMEM;
+		t->off_hooks = &hooks;
 		t->off->rng = now_ns() | 1;
 		t->off->root_level = -1;
 	}
@@ -157,8 +169,8 @@ dm_tree_set_offload(dm_tree *t, int mode)
 	return DM_OK;
 }
 
-int
-dm_offload_wanted(const dm_tree *t)
+static int
+hook_wanted(const dm_tree *t)
 {
 	return t->off != NULL && !t->off->local;
 }
@@ -169,8 +181,8 @@ dm_tree_get_offload(const dm_tree *t)
 	return t->off ? t->off->mode : DM_OFFLOAD_OFF;
 }
 
-void
-dm_offload_free(struct dm_offload *o)
+static void
+hook_release(struct dm_offload *o)
 {
 	free(o);
 }

@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dm_offload.h"
 #include "dm_tree_int.h"
 
 /* ---- writes -------------------------------------------------------------------- */
@@ -484,7 +483,7 @@ int
 dm_tree_insert_sorted(dm_tree *t, const dm_entry *e, int n, int *changed)
 {
 	if (dm_offload_wanted(t))
-		return dm_offload_sorted(t, e, n, 0, changed);
+		return t->off_hooks->sorted(t, e, n, 0, changed);
 	return apply_entries(t, e, n, 0, changed);
 }
 
@@ -492,7 +491,7 @@ int
 dm_tree_delete_sorted(dm_tree *t, const dm_entry *e, int n, int *changed)
 {
 	if (dm_offload_wanted(t))
-		return dm_offload_sorted(t, e, n, 1, changed);
+		return t->off_hooks->sorted(t, e, n, 1, changed);
 	return apply_entries(t, e, n, 1, changed);
 }
 
@@ -503,7 +502,7 @@ dm_tree_insert(dm_tree *t, dm_entry e, int *existed)
 	int			rc;
 
 	if (dm_offload_wanted(t))
-		return dm_offload_write(t, e, 0, existed);
+		return t->off_hooks->write(t, e, 0, existed);
 	rc = apply_entries(t, &e, 1, 0, &changed);
 
 	if (rc == DM_OK && existed)
@@ -518,7 +517,7 @@ dm_tree_delete(dm_tree *t, dm_entry e, int *existed)
 	int			rc;
 
 	if (dm_offload_wanted(t))
-		return dm_offload_write(t, e, 1, existed);
+		return t->off_hooks->write(t, e, 1, existed);
 	rc = apply_entries(t, &e, 1, 1, &changed);
 
 	if (rc == DM_OK && existed)

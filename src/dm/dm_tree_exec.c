@@ -39,26 +39,6 @@
 #include "dm_offload.h"
 #include "dm_tree_int.h"
 
-void
-dm_tree_exec_note_changed(dm_tree *t, dm_gaddr addr)
-{
-	for (int i = 0; i < t->exec_nchanged && i < DM_OFF_MAX_CHANGED; i++)
-		if (t->exec_changed[i] == addr)
-			return;
-	if (t->exec_nchanged < DM_OFF_MAX_CHANGED)
-		t->exec_changed[t->exec_nchanged] = addr;
-	t->exec_nchanged++;
-}
-
-int
-dm_tree_exec_check(dm_tree *t, dm_gaddr addr, const char *what)
-{
-	if (addr == 0 || dm_gaddr_node(addr) != t->exec_memnode)
-		return dm_tree_fail(t, DM_ERR_FALLBACK, "the %s at 0x%llx is on another memnode",
-							what, (unsigned long long) addr);
-	return DM_OK;
-}
-
 static uint64_t
 exec_token(void)
 {

@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dm_offload.h"
 #include "dm_tree_int.h"
 
 static int
@@ -226,7 +225,7 @@ dm_tree_close(dm_tree *t)
 	{
 		free(t->hints);
 		dm_tree_wlog_free(t);
-		dm_offload_free(t->off);
+		dm_tree_offload_release(t);
 	}
 	free(t);
 }
@@ -259,7 +258,7 @@ dm_tree_destroy(dm_tree *t)
 	if (t->cache)
 		dm_cache_invalidate_tree(t->cache, t->ctag);
 	free(t->hints);
-	dm_offload_free(t->off);
+	dm_tree_offload_release(t);
 	free(t);
 	return DM_OK;
 }

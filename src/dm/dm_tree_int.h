@@ -103,6 +103,7 @@ struct dm_tree
 	dm_gaddr	exec_changed[DM_OFF_MAX_CHANGED];
 	/* offloading on the client side (dm_offload.c); NULL = off */
 	struct dm_offload *off;
+	const struct dm_offload_hooks *off_hooks;	/* set with off (below) */
 
 	/* read-only replica mode (dm_tree_replica.c) */
 	int			replica;		/* refuse every remote write, lock, allocation, free */
@@ -370,19 +371,65 @@ extern void dm_tree_writer_carried(dm_tree *t, const dm_op *op);
 extern int	dm_tree_writer_load(dm_tree *t, const uint64_t *meta);
 extern int	dm_tree_writer_create(dm_tree *t, uint64_t *meta);
 
-/* dm_tree_exec.c */
-/* A node the executor wrote (reported back to the client, which drops its cached copy). */
-extern void dm_tree_exec_note_changed(dm_tree *t, dm_gaddr addr);
 /*
- * Executor mode: may the descent go to addr (same memnode)?  DM_OK, or
- * DM_ERR_FALLBACK with the reason in t->err.
+ * Executor mode (dm_tree_exec.c), as the tree's own operations see it;
+ * inline, so that the tree's files do not depend on the executor's file,
+ * which is built on them.
  */
-extern int	dm_tree_exec_check(dm_tree *t, dm_gaddr addr, const char *what);
+/* A node the executor wrote (reported back to the client, which drops its cached copy). */
+static inline void
+dm_tree_exec_note_changed(dm_tree *t, dm_gaddr addr)
+{
+	for (int i = 0; i < t->exec_nchanged && i < DM_OFF_MAX_CHANGED; i++)
+		if (t->exec_changed[i] == addr)
+			return;
+	if (t->exec_nchanged < DM_OFF_MAX_CHANGED)
+		t->exec_changed[t->exec_nchanged] = addr;
+	t->exec_nchanged++;
+}
 
-/* dm_offload.c (client side) */
-extern void dm_offload_free(struct dm_offload *o);
-/* The handle offloads and is not running an operation's one-sided path for it. */
-extern int	dm_offload_wanted(const dm_tree *t);
+/* May the descent go to addr (same memnode)?  DM_OK, or DM_ERR_FALLBACK with the reason in t->err. */
+static inline int
+dm_tree_exec_check(dm_tree *t, dm_gaddr addr, const char *what)
+{
+	if (addr == 0 || dm_gaddr_node(addr) != t->exec_memnode)
+		return dm_tree_fail(t, DM_ERR_FALLBACK, "the %s at 0x%llx is on another memnode",
+							what, (unsigned long long) addr);
+	return DM_OK;
+}
+
+/*
+ * Offloading on the client side (dm_offload.c) as the tree's public
+ * operations call it: through hooks dm_tree_set_offload puts on the
+ * handle, so that the tree's files do not depend on dm_offload.c, which
+ * is built on them.  wanted: the handle offloads and is not running an
+ * operation's one-sided path for it; the others try the operation
+ * offloaded (DM_ERR_FALLBACK: do it one-sided).
+ */
+typedef struct dm_offload_hooks
+{
+	int			(*wanted) (const dm_tree *t);
+	int			(*write) (dm_tree *t, dm_entry e, int del, int *existed);
+	int			(*sorted) (dm_tree *t, const dm_entry *e, int n, int del, int *changed);
+	int			(*lookup) (dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
+	void		(*release) (struct dm_offload *o);
+} dm_offload_hooks;
+
+static inline int
+dm_offload_wanted(const dm_tree *t)
+{
+	return t->off_hooks != NULL && t->off_hooks->wanted(t);
+}
+
+/* Free the handle's offloading state (at close). */
+static inline void
+dm_tree_offload_release(dm_tree *t)
+{
+	if (t->off_hooks)
+		t->off_hooks->release(t->off);
+	t->off = NULL;
+	t->off_hooks = NULL;
+}
 
 /* dm_tree_descend.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */

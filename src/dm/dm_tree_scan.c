@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dm_offload.h"
 #include "dm_tree_int.h"
 
 #define MAX_WALK 100000
@@ -288,7 +287,7 @@ dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 
 	*n = 0;
 	if (dm_offload_wanted(t))
-		return dm_offload_lookup(t, key, tids, max, n);
+		return t->off_hooks->lookup(t, key, tids, max, n);
 	if ((rc = dm_iter_open(t, &r, &it)) != DM_OK)
 		return rc;
 	/* *n counts them all, so a caller whose array was too small can tell */
