@@ -393,7 +393,8 @@ unfinished_root(const transport *tr)
 	int			bad = 0,
 				runs = 0;
 
-	for (uint64_t at = 1; at <= (steps ? steps : 1); at++)
+	/* at = 0: the dry run, which counts the split's steps; then a fault at each */
+	for (uint64_t at = 0; at == 0 || at <= steps; at++)
 	{
 		dm_client  *c, *c2;
 		dm_tree    *t, *t2;
@@ -417,11 +418,11 @@ unfinished_root(const transport *tr)
 			break;
 		}
 		s0 = dm_client_steps(c);
-		if (steps)
+		if (at > 0)
 			dm_client_set_fault(c, &f);
 		rc = dm_tree_insert(t, key_entry(key), NULL);
-		if (!steps)
-			steps = dm_client_steps(c) - s0;	/* the dry run: how many steps the split takes */
+		if (at == 0)
+			steps = dm_client_steps(c) - s0;
 		dm_tree_close(t);
 		dm_client_destroy(c);
 		runs++;
