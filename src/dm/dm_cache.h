@@ -198,7 +198,11 @@ extern void dm_cache_unlock_drop(dm_cache *c, uint32_t f);
 
 /* Drop (tag, addr) if cached (e.g. a node a bulk load replaced). */
 extern void dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr);
-/* Drop every frame of a tree (dropped, or its ownership changed); returns frames dropped. */
+/*
+ * Drop every frame of a tree (dropped, or its ownership changed); returns
+ * frames dropped.  It waits for each frame of the tree that another caller
+ * has locked or is admitting, so the caller must hold none of them itself.
+ */
 extern uint32_t dm_cache_invalidate_tree(dm_cache *c, uint64_t tag);
 
 /*

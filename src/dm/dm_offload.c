@@ -493,11 +493,15 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		o->ctr.rpc_ns_total += ns;
 		o->ctr.rpcs++;
 	}
+	/*
+	 * N's frame first: dropping the tree's frames waits for every frame of
+	 * the tree that is mid-admission, this one included.
+	 */
+	if (f != DM_FRAME_NONE)
+		dm_cache_admit_abort(t->cache, f);
 	/* a write whose outcome is unknown: any node of the subtree may have changed */
 	if (write && rc != DM_OK && rc != DM_ERR_FALLBACK)
 		write_outcome_unknown(t);
-	if (f != DM_FRAME_NONE)
-		dm_cache_admit_abort(t->cache, f);
 	if (rc != DM_OK)
 	{
 		free(rbuf);

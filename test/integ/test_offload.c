@@ -259,6 +259,94 @@ run_race(int backend, const char *bname)
 	dm_client_destroy(c);
 }
 
+static int	stop_process(pid_t pid);
+static const char *watchdog_what;
+
+static void
+watchdog_fired(int sig)
+{
+	char		msg[256];
+	int			n = snprintf(msg, sizeof(msg), "not ok - %s: still waiting after 30 s (hung)\n", watchdog_what);
+
+	(void) sig;
+	if (write(1, msg, (size_t) n) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/*
+ * An offloaded write through a handle with a cache whose reply never comes
+ * (the memnode is stopped; the op times out): it fails in about the op
+ * timeout instead of waiting forever, the tree's cached frames are dropped
+ * (the executor may have written any node under the start), and after the
+ * memnode resumes the tree is still the model (the request never ran: the
+ * memnode runs no write of a client that hung up) and agrees with what the
+ * cache holds.  Before the fix the client deadlocked on its own frame: the
+ * start node's I/O flag was held while the cache invalidation waited for
+ * every frame of the tree, that one included.
+ */
+static void
+run_cache_lost(int backend, const char *bname, const char *name, dm_cache *cache, uint64_t tag, model *m)
+{
+	dm_client_opts o = {.backend = backend, .name = "test_offload", .op_timeout_ms = 400};
+	dm_client  *c = dm_client_create(&o);
+	dm_tree    *t = NULL;
+	dm_tree_name tn;
+	dm_tree_info info;
+	uint64_t	root = 0,
+				checked = 0;
+	uint16_t	id;
+	uint32_t	left = 0;
+	dm_gaddr	a;
+	dm_offload_counters oc;
+	char		msg[256];
+	int			rc;
+
+	dm_tree_name_named(&tn, name);
+	if (!CHECK(c && dm_client_connect(c, mn.addr, &id) == DM_OK && dm_tree_open(c, 1, &tn, &info) == DM_OK &&
+			   dm_tree_open_existing(c, 1, &tn, &t) == DM_OK && dm_tree_use_cache(t, cache, 0) == DM_OK &&
+			   dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS) == DM_OK,
+			   "cache %s: a second handle (op timeout 400 ms) on the cache, offload always", bname))
+		goto out;
+	/* the miss at the root again, so the insert goes to the executor */
+	CHECK_STATUS(dm_read(c, info.root_addr, &root, 8), DM_OK, "cache %s: read the root's address", bname);
+	dm_cache_invalidate(cache, tag, root);
+	if (!CHECK(stop_process(mn.pid), "cache %s: memnode stopped", bname))
+		goto out;
+	watchdog_what = "an offloaded insert through a cache while the memnode is stopped";
+	signal(SIGALRM, watchdog_fired);
+	alarm(30);
+	rc = dm_tree_insert(t, dm_entry_make(1ull << 40, 7), NULL);
+	alarm(0);
+	kill(mn.pid, SIGCONT);
+	dm_tree_offload_counters(t, &oc);
+	CHECK(rc != DM_OK && rc != DM_ERR_FALLBACK && oc.lost_writes == 1,
+		  "cache %s: the offloaded insert without a reply fails (%s), its outcome counted unknown", bname,
+		  dm_strerror(rc));
+	for (uint32_t f = dm_cache_next_frame(cache, tag, 0, &a); f != DM_FRAME_NONE;
+		 f = dm_cache_next_frame(cache, tag, f + 1, &a))
+		left++;
+	CHECK(left == 0, "cache %s: and every cached frame of the tree was dropped (%u left)", bname, left);
+	dm_tree_close(t);
+	t = NULL;
+	dm_client_destroy(c);
+	c = NULL;
+	/* a fresh connection once the memnode runs again */
+	c = connect_to(&mn, backend, NULL);
+	if (!CHECK(c && dm_tree_open_existing(c, 1, &tn, &t) == DM_OK && dm_tree_use_cache(t, cache, 0) == DM_OK,
+			   "cache %s: reopened after the memnode resumed", bname))
+		goto out;
+	CHECK(same_as_model(t, m, "cache-lost"), "cache %s: after the lost write the tree = model", bname);
+	CHECK_STATUS(dm_tree_verify_cache(t, &checked, msg, sizeof(msg)), DM_OK,
+				 "cache %s: the cache agrees with remote memory after the lost write (%" PRIu64 " compared) %s",
+				 bname, checked, msg);
+out:
+	if (t)
+		dm_tree_close(t);
+	if (c)
+		dm_client_destroy(c);
+}
+
 static void
 run_cache(int backend, const char *bname)
 {
@@ -352,6 +440,7 @@ run_cache(int backend, const char *bname)
 	CHECK(oc.offloads > 0 && oc.invalidated > 0, "cache %s: %" PRIu64 " offloads from the uncached root invalidated %"
 		  PRIu64 " written nodes", bname, oc.offloads, oc.invalidated);
 	CHECK(same_as_model(t, &m, "cache"), "cache %s: tree = model", bname);
+	run_cache_lost(backend, bname, name, cache, tag, &m);
 	dm_tree_close(t2);
 	dm_tree_destroy(t);
 	m_free(&m);
