@@ -163,8 +163,7 @@ extern void dm_cache_admit_abort(dm_cache *c, uint32_t f);
  * still use what it read, which is as fresh as any remote read), so a copy
  * read before an invalidation can never be admitted after it.
  * dm_cache_invalidate_nodes bumps the generation, then drops each node
- * (waiting out fetches in progress); returns the frames dropped (other
- * processes' drops meanwhile may be counted too).
+ * (waiting out fetches in progress); returns the frames it dropped.
  */
 extern uint64_t dm_cache_inval_gen(dm_cache *c);
 extern int	dm_cache_admit_finish_gen(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,
@@ -196,8 +195,12 @@ extern void dm_cache_unlock(dm_cache *c, uint32_t f, const void *node, uint32_t 
 /* Drop the frame while holding its lock (its content can no longer be trusted). */
 extern void dm_cache_unlock_drop(dm_cache *c, uint32_t f);
 
-/* Drop (tag, addr) if cached (e.g. a node a bulk load replaced). */
-extern void dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr);
+/*
+ * Drop (tag, addr) if cached (e.g. a node a bulk load replaced); returns 1
+ * if this call dropped it.  Waits while another caller admits it, so the
+ * caller must not be admitting that node itself.
+ */
+extern int	dm_cache_invalidate(dm_cache *c, uint64_t tag, dm_gaddr addr);
 /*
  * Drop every frame of a tree (dropped, or its ownership changed); returns
  * frames dropped.  It waits for each frame of the tree that another caller
