@@ -131,6 +131,19 @@ dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	return DM_OK;
 }
 
+/*
+ * A lock that failed after the frame was taken: the frame is dropped (its
+ * copy may be stale) and forgotten, so the caller's release of the failed
+ * lock (unlink_leaf's error path does release it) does not drop it again,
+ * which would unlock a frame another process may own by then.
+ */
+static void
+wlock_drop_frame(dm_cache *c, dm_wlock *wl)
+{
+	dm_cache_unlock_drop(c, wl->frame);
+	wl->frame = DM_FRAME_NONE;
+}
+
 int
 dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf, dm_wlock *wl)
 {
@@ -235,13 +248,13 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 
 			if ((rc = dm_cas(t->c, addr, 0, mine, &old)) != DM_OK)
 			{
-				dm_cache_unlock_drop(c, f);
+				wlock_drop_frame(c, wl);
 				return dm_tree_transport_error(t, rc);
 			}
 			wl->held = mine;
 			if (old != 0 && (rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
 			{
-				dm_cache_unlock_drop(c, f);
+				wlock_drop_frame(c, wl);
 				return rc;
 			}
 		}
@@ -250,7 +263,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	/* shared: other instances write it too, under the remote lock (which reads it fresh) */
 	if ((rc = dm_node_lock(t, addr, buf, &wl->held)) != DM_OK)
 	{
-		dm_cache_unlock_drop(c, f);
+		wlock_drop_frame(c, wl);
 		return rc;
 	}
 	return DM_OK;

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dm_cache.h"
 #include "dm_client.h"
 #include "dm_region.h"
 #include "dm_tree.h"
@@ -653,17 +654,27 @@ fault_setup(const transport *tr, dm_client *c, const char *name, dm_tree_name *t
 	return t;
 }
 
-/* Child: one reclaim pass with the fault armed. */
+/*
+ * Child: one reclaim pass with the fault armed; with a cache (shared with
+ * the parent, which checks it afterwards) warmed with every node first.
+ */
 static void
-faulty_reclaim(const transport *tr, const dm_tree_name *tn, const dm_fault *f, uint64_t *steps)
+faulty_reclaim(const transport *tr, const dm_tree_name *tn, const dm_fault *f, uint64_t *steps, dm_cache *cache)
 {
 	dm_client  *c = connect_client(tr->backend, 0, "faulty reclaimer");
 	dm_tree    *t = NULL;
 	dm_reclaim_result res;
 	uint64_t	s0;
 
-	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK ||
+		(cache && dm_tree_use_cache(t, cache, 0) != DM_OK))
 		_exit(1);
+	for (uint64_t k = 0; cache && k < 80; k++)
+	{
+		int			found;
+
+		(void) dm_tree_contains(t, dm_entry_make(k, k), &found);
+	}
 	s0 = dm_client_steps(c);
 	dm_client_set_fault(c, f);
 	(void) dm_tree_reclaim(t, &res);
@@ -692,14 +703,20 @@ test_faults(const transport *tr)
 		const char *name;
 		dm_fault_action action;
 		int			ms;
+		int			cached;		/* through a compute-side cache (checked afterwards) */
 	}			faults[] = {
-		{"fail", DM_FAULT_FAIL, 0},
-		{"kill", DM_FAULT_KILL, 0},
-		{"late", DM_FAULT_LATE, 50},
-		{"kill-mid", DM_FAULT_KILL_MID, 0},
+		{"fail", DM_FAULT_FAIL, 0, 0},
+		{"kill", DM_FAULT_KILL, 0, 0},
+		{"late", DM_FAULT_LATE, 50, 0},
+		{"kill-mid", DM_FAULT_KILL_MID, 0, 0},
+		{"fail+cache", DM_FAULT_FAIL, 0, 1},
+		{"late+cache", DM_FAULT_LATE, 50, 1},
 	};
+	dm_cache_config ccfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		clen = dm_cache_shmem_size(&ccfg);
+	void	   *cmem = mmap(NULL, clen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
-	if (!CHECK(c != NULL && steps != MAP_FAILED, "%s: faults: connect", tr->name))
+	if (!CHECK(c != NULL && steps != MAP_FAILED && cmem != MAP_FAILED, "%s: faults: connect", tr->name))
 		return;
 	/* how many steps a pass takes without a fault */
 	snprintf(name, sizeof(name), "reclaim-faults-%s", tr->name);
@@ -712,7 +729,7 @@ test_faults(const transport *tr)
 		dm_tree_close(t);
 		*steps = 0;
 		if ((p = fork()) == 0)
-			faulty_reclaim(tr, &tn, NULL, steps);
+			faulty_reclaim(tr, &tn, NULL, steps, NULL);
 		wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
 		nsteps = *steps;
 	}
@@ -727,6 +744,7 @@ test_faults(const transport *tr)
 			{
 				dm_fault	f = {faults[fi].action, at, faults[fi].ms, (uint32_t) (1 + wi * 7)};
 				dm_tree    *t;
+				dm_cache   *cache;
 				char		msg[512] = "";
 				uint64_t	cnt = 0;
 				pid_t		p;
@@ -743,10 +761,21 @@ test_faults(const transport *tr)
 					continue;
 				}
 				runs++;
+				cache = faults[fi].cached ? dm_cache_init(cmem, clen, &ccfg) : NULL;
 				if ((p = fork()) == 0)
-					faulty_reclaim(tr, &tn, &f, steps);
+					faulty_reclaim(tr, &tn, &f, steps, cache);
 				/* (it reaps its late executor itself) */
 				wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+				/*
+				 * A pass that failed released every frame it held, once: no
+				 * frame stays locked, none is on the free list twice.
+				 */
+				if (cache && dm_cache_check(cache, msg, sizeof(msg)) != 0)
+				{
+					tap_diag("%s %s at %" PRIu64 "/%d: the cache after the failed pass: %s", tr->name,
+							 faults[fi].name, at, wi, msg);
+					ok = 0;
+				}
 				/* right after: verifies, scans equal the model */
 				if (dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m.n)
 				{
@@ -800,8 +829,8 @@ test_faults(const transport *tr)
 				dm_tree_destroy(t);
 			}
 	}
-	CHECK(bad == 0 && runs > 0, "%s: faults: %d runs (fail, kill at each of %" PRIu64 " steps, late and kill-mid "
-		  "at every %d%s), %d bad", tr->name, runs, nsteps, stride > 1 ? stride : 1, stride > 1 ? "th" : "", bad);
+	CHECK(bad == 0 && runs > 0, "%s: faults: %d runs (fail, kill at each of %" PRIu64 " steps; late, kill-mid, "
+		  "and fail and late through a cache at every %d%s), %d bad", tr->name, runs, nsteps, stride > 1 ? stride : 1, stride > 1 ? "th" : "", bad);
 	tap_diag("%s: faults left %" PRIu64 " half-dead leaves; writers finished %" PRIu64 " unlinks",
 			 tr->name, half_dead, finished);
 	CHECK(half_dead > 0 && finished > 0, "%s: some faults left an unlink half done (%" PRIu64 ") and writers finished them (%" PRIu64 ")",
