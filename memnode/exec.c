@@ -389,7 +389,7 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 		return -1;
 	ctr->rpcs++;
 
-	if (status == DM_OK && rh.code >= DM_RPC_OFF_LOOKUP && rh.code <= DM_RPC_OFF_LOAD)
+	if (status == DM_OK && rh.code >= DM_RPC_OFF_LOOKUP && rh.code <= DM_RPC_OFF_DRAIN)
 		status = mn_offload_rpc(ci, ctr, rh.code, args, &repp, &replen);	/* offload.c */
 	else if (status == DM_OK)
 	{

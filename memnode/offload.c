@@ -27,6 +27,19 @@
  * same worker).  N = 0 disables offloading.  Default: half the workers,
  * at least one.  Each reply and DM_RPC_OFF_LOAD carry the load (offloads
  * in flight, summed executor time) that clients' policies weigh (DEX §6.1).
+ *
+ * Tokens (DM_RPC_OFF_DRAIN).  A client that gives up on an offloaded write
+ * (a timeout, a cancel) does not know whether it ran, and one still
+ * running here lands after the client went on: its cached copies of the
+ * nodes written would be stale for good (a PostgreSQL scan then misses an
+ * entry, or VACUUM fails to remove one whose tid gets reused).  Every
+ * offloaded request names itself with a random token; DRAIN puts tokens on
+ * a cancelled list (none of them starts afterwards, whichever connection
+ * it arrives on and however late) and answers how many of them are
+ * running.  The client drops its copies once that is 0.  The list keeps
+ * the last CANCELLED_MAX tokens: a request that waits in a socket longer
+ * than that many later drains is not stopped by it (its sender's hang-up
+ * still is, server.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +49,13 @@
 
 static int	slots;
 static int	inflight;			/* atomic */
+
+#define CANCELLED_MAX 4096
+static pthread_mutex_t tok_lock = PTHREAD_MUTEX_INITIALIZER;
+#define SLOTS_MAX 256			/* --offload-threads at most */
+static uint64_t running_tok[SLOTS_MAX];	/* tokens of the offloads running (0 = free) */
+static uint64_t cancelled[CANCELLED_MAX];	/* ring of drained tokens */
+static uint32_t cancelled_next;
 static uint64_t n_offloads;		/* atomic counters */
 static uint64_t n_busy;
 static uint64_t n_fallbacks;
@@ -77,8 +97,88 @@ static mn_frame_exec frame_exec;
 void
 mn_offload_init(int nslots, mn_frame_exec exec)
 {
-	slots = nslots;
+	slots = nslots < SLOTS_MAX ? nslots : SLOTS_MAX;
 	frame_exec = exec;
+}
+
+static int
+is_cancelled(uint64_t token)
+{
+	for (int i = 0; i < CANCELLED_MAX; i++)
+		if (cancelled[i] == token)
+			return 1;
+	return 0;
+}
+
+/*
+ * Register a starting offload under its token; 0 if it was drained (it
+ * must not run).  Under the same lock as DRAIN, so a drain that answered
+ * "0 running" is never followed by the start of one of its tokens.
+ */
+static int
+token_start(uint64_t token)
+{
+	int			ok = 1;
+
+	if (token == 0)
+		return 1;
+	pthread_mutex_lock(&tok_lock);
+	if (is_cancelled(token))
+		ok = 0;
+	else
+		for (int i = 0; i < slots; i++)
+			if (running_tok[i] == 0)
+			{
+				running_tok[i] = token;
+				break;
+			}
+	pthread_mutex_unlock(&tok_lock);
+	return ok;
+}
+
+static void
+token_end(uint64_t token)
+{
+	if (token == 0)
+		return;
+	pthread_mutex_lock(&tok_lock);
+	for (int i = 0; i < slots; i++)
+		if (running_tok[i] == token)
+		{
+			running_tok[i] = 0;
+			break;
+		}
+	pthread_mutex_unlock(&tok_lock);
+}
+
+/* DM_RPC_OFF_DRAIN: cancel the tokens; how many of them run now. */
+static int
+drain(const uint8_t *args, uint8_t *rep, uint32_t *replen)
+{
+	dm_rpc_off_drain_req req;
+	dm_rpc_off_drain_rep dr = {0};
+
+	memcpy(&req, args, sizeof(req));
+	if (req.n == 0 || req.n > DM_OFF_DRAIN_MAX)
+		return DM_ERR_INVALID;
+	pthread_mutex_lock(&tok_lock);
+	for (uint32_t k = 0; k < req.n; k++)
+	{
+		if (req.tokens[k] == 0)
+			continue;
+		if (!is_cancelled(req.tokens[k]))
+		{
+			cancelled[cancelled_next] = req.tokens[k];
+			cancelled_next = (cancelled_next + 1) % CANCELLED_MAX;
+		}
+		for (int i = 0; i < slots; i++)
+			if (running_tok[i] == req.tokens[k])
+				dr.running++;
+	}
+	pthread_mutex_unlock(&tok_lock);
+	memcpy(rep, &dr, sizeof(dr));
+	*replen = sizeof(dr);
+	return DM_OK;
 }
 
 int
@@ -148,6 +248,8 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 		(void) pthread_setspecific(tl_key, tl_rep);	/* non-NULL: the destructor runs */
 	}
 	*rep = tl_rep;
+	if (code == DM_RPC_OFF_DRAIN)
+		return drain(args, tl_rep, replen);
 	if (code == DM_RPC_OFF_LOAD)
 	{
 		dm_rpc_off_load_rep lr = {
@@ -173,6 +275,13 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 		__atomic_add_fetch(&n_busy, 1, __ATOMIC_RELAXED);
 		return DM_ERR_FALLBACK;
 	}
+	if (!token_start(req.token))
+	{
+		/* its sender drained it: it gave up and must not be surprised by it */
+		__atomic_sub_fetch(&inflight, 1, __ATOMIC_ACQ_REL);
+		__atomic_add_fetch(&n_fallbacks, 1, __ATOMIC_RELAXED);
+		return DM_ERR_FALLBACK;
+	}
 	t0 = mn_mono_ns();
 	tl_ci = *ci;
 	tl_ci.close_after_reply = 0;
@@ -192,6 +301,7 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 	orep->slots = (uint32_t) slots;
 	orep->exec_ns = mn_mono_ns() - t0;
 	__atomic_add_fetch(&busy_ns, orep->exec_ns, __ATOMIC_RELAXED);
+	token_end(req.token);
 	__atomic_sub_fetch(&inflight, 1, __ATOMIC_ACQ_REL);
 	if (rc == DM_OK)
 	{

@@ -112,6 +112,11 @@ struct dm_cache
 	uint8_t		pad4[56];
 	uint64_t	inval_gen;		/* bumped by every dm_cache_invalidate_nodes */
 	uint8_t		pad5[56];
+	/* offloaded writes whose outcome is unknown, still to drain (dm_cache_drain.c) */
+	uint32_t	ndrains;		/* entries used (read without the lock: the fast path) */
+	uint32_t	drain_lock;
+	uint8_t		pad6[56];
+	dm_cache_drain drains[DM_CACHE_DRAINS];
 };
 
 #define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)

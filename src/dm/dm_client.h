@@ -252,6 +252,9 @@ extern int	dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out)
  *             it sends the frame on the abandoned socket, as a request that
  *             sat in the network past op_timeout would arrive; the caller
  *             reaps the child (wait()).  RPCs: like FAIL;
+ *   LATE_RPC  as LATE, and for an RPC too: the child sends the frame on the
+ *             abandoned socket and reads the reply (an offload the memnode
+ *             still runs after its client gave up);
  *   KILL_MID  over shm, the step runs until `words` 8-byte words of its
  *             WRITEs (counted across them, in op order) are stored, then
  *             the process gets SIGKILL (a backend killed between two
@@ -266,7 +269,8 @@ typedef enum dm_fault_action
 	DM_FAULT_SLEEP,
 	DM_FAULT_KILL,
 	DM_FAULT_LATE,
-	DM_FAULT_KILL_MID
+	DM_FAULT_KILL_MID,
+	DM_FAULT_LATE_RPC
 } dm_fault_action;
 
 typedef struct dm_fault

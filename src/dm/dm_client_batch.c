@@ -182,6 +182,8 @@ dm_client_fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 	dm_fault	f = c->fault;
 
 	memset(&c->fault, 0, sizeof(c->fault));
+	if (f.action == DM_FAULT_LATE_RPC)
+		f.action = DM_FAULT_LATE;	/* a batch (an RPC is dm_client_raw's) */
 	if (ops == NULL && f.action == DM_FAULT_LATE)
 		f.action = DM_FAULT_FAIL;
 	if (ops == NULL && f.action == DM_FAULT_KILL_MID)
@@ -237,6 +239,7 @@ dm_client_fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 					return dm_fail(c, NULL, DM_ERR_INTERNAL, "fault injection: fork failed");
 			}
 			__attribute__((fallthrough));
+		case DM_FAULT_LATE_RPC:	/* (made LATE above) */
 		case DM_FAULT_FAIL:
 			for (int t = 0; t < ntouched; t++)
 				dm_conn_break(touched[t], DM_ERR_TIMEOUT);

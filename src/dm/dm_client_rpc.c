@@ -6,11 +6,45 @@
  * message).  An RPC always travels as a frame (dm_sock.c), whichever
  * backend carries the connection's one-sided operations.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "dm_client_int.h"
+
+/*
+ * Fault injection (DM_FAULT_LATE) for a request frame already in
+ * cn->sbuf: the caller sees a timeout at once and its connection broken,
+ * while a forked child, holding the socket open, sends the frame ms later
+ * and reads the reply -- a request the memnode runs after its client gave
+ * up on it.
+ */
+static int
+send_late(dm_client *c, dm_conn *cn, uint16_t type, uint32_t size, int ms)
+{
+	pid_t		pid = fork();
+
+	if (pid == 0)
+	{
+		struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+		dm_frame_hdr *h;
+		uint64_t	deadline;
+
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		deadline = dm_deadline(c->opts.op_timeout_ms);
+		if (dm_sock_send(c, cn, cn->sbuf, size, deadline) == DM_OK)
+			(void) dm_sock_recv_frame(c, cn, type, cn->seq, deadline, &h);
+		_exit(0);
+	}
+	if (pid < 0)
+		return dm_fail(c, NULL, DM_ERR_INTERNAL, "fault injection: fork failed");
+	dm_conn_break(cn, DM_ERR_TIMEOUT);
+	return dm_fail(c, NULL, DM_ERR_TIMEOUT, "fault injection: the request goes late");
+}
 
 int
 dm_client_raw(dm_client *c, uint16_t node_id, uint16_t type, const void *body, uint32_t len,
@@ -21,20 +55,28 @@ dm_client_raw(dm_client *c, uint16_t node_id, uint16_t type, const void *body, u
 	uint64_t	deadline;
 	uint32_t	size = DM_HDR_SIZE + dm_pad8(len);
 	uint32_t	blen;
-	int			rc;
+	int			rc,
+				late = -1;
 
 	if ((cn = dm_conn_usable(c, node_id, &rc)) == NULL)
 		return rc;
 	if (len > DM_FRAME_MAX - DM_HDR_SIZE)
 		return dm_fail(c, cn, DM_ERR_TOOBIG, "request too large");
-	if (++c->steps == c->fault.at && c->fault.action != DM_FAULT_NONE &&
-		(rc = dm_client_fire_fault(c, NULL, &cn, 1)) != DM_OK)
+	if (++c->steps == c->fault.at && c->fault.action == DM_FAULT_LATE_RPC)
+		late = c->fault.ms;
+	else if (c->steps == c->fault.at && c->fault.action != DM_FAULT_NONE &&
+			 (rc = dm_client_fire_fault(c, NULL, &cn, 1)) != DM_OK)
 		return rc;
 	if ((rc = dm_buf_reserve(&cn->sbuf, &cn->scap, size)) != DM_OK)
 		return dm_fail(c, cn, rc, "cannot allocate send buffer");
 	dm_hdr_init((dm_frame_hdr *) cn->sbuf, type, size, ++cn->seq);
 	memcpy(cn->sbuf + DM_HDR_SIZE, body, len);
 	memset(cn->sbuf + DM_HDR_SIZE + len, 0, size - DM_HDR_SIZE - len);
+	if (late >= 0)
+	{
+		memset(&c->fault, 0, sizeof(c->fault));
+		return send_late(c, cn, type, size, late);
+	}
 	deadline = dm_deadline(c->opts.op_timeout_ms);
 	if ((rc = dm_sock_send(c, cn, cn->sbuf, size, deadline)) != DM_OK)
 		return rc;

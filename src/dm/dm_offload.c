@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dm_offload.h"
 #include "dm_tree_int.h"
@@ -91,6 +92,7 @@ struct dm_offload
 	int			mode;
 	int			local;			/* running the one-sided path for it: no offload */
 	uint64_t	rng;
+	uint64_t	tok_rng;		/* names of this handle's requests (DM_RPC_OFF_DRAIN) */
 	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
 	uint64_t	read_ns;		/* l_o (0 = no sample yet) */
 	int			root_level;		/* level of the node at root_addr; -1 unknown */
@@ -163,6 +165,7 @@ dm_tree_set_offload(dm_tree *t, int mode)
 			return DM_ERR_NOMEM;
 		t->off_hooks = &hooks;
 		t->off->rng = now_ns() | 1;
+		t->off->tok_rng = (now_ns() ^ ((uint64_t) getpid() << 32) ^ (uint64_t) (uintptr_t) t) | 1;
 		t->off->root_level = -1;
 	}
 	t->off->mode = mode;
@@ -417,6 +420,115 @@ write_outcome_unknown(dm_tree *t)
 	t->off->ctr.lost_writes++;
 }
 
+static uint64_t
+next_token(struct dm_offload *o)
+{
+	o->tok_rng ^= o->tok_rng << 13;
+	o->tok_rng ^= o->tok_rng >> 7;
+	o->tok_rng ^= o->tok_rng << 17;
+	return o->tok_rng ? o->tok_rng : 1;
+}
+
+/*
+ * Ask memnode mn until none of the tokens runs any more (each is cancelled
+ * by the first ask): then none of their writes can land.  Bounded by the
+ * op timeout.
+ */
+static int
+drain_at(dm_tree *t, uint16_t mn, const uint64_t *tokens, int n)
+{
+	dm_rpc_off_drain_req req;
+	uint64_t	start = dm_tree_mono_ms();
+	uint64_t	limit = (uint64_t) dm_client_op_timeout(t->c);
+
+	memset(&req, 0, sizeof(req));
+	req.n = (uint32_t) n;
+	memcpy(req.tokens, tokens, (size_t) n * sizeof(uint64_t));
+	for (int k = 0;; k++)
+	{
+		dm_rpc_off_drain_rep rep;
+		int			rc = dm_client_rpc(t->c, mn, DM_RPC_OFF_DRAIN, &req, sizeof(req), &rep, sizeof(rep),
+									   sizeof(rep), NULL);
+
+		if (rc != DM_OK)
+			return dm_tree_fail(t, rc, "cannot drain offloaded writes whose outcome is unknown: %s",
+								dm_client_error(t->c));
+		if (rep.running == 0)
+			return DM_OK;
+		if (dm_tree_mono_ms() - start > limit)
+			return dm_tree_fail(t, DM_ERR_TIMEOUT,
+								"%u offloaded writes whose outcome is unknown still run on memnode %u after %llu ms",
+								rep.running, mn, (unsigned long long) limit);
+		dm_tree_backoff(k);
+	}
+}
+
+/*
+ * An offloaded write whose reply never came (a timeout, a cancel) may
+ * still be running on the memnode and land after any invalidation we do
+ * now: a process of this instance caching a node it writes before it lands
+ * would keep a stale copy, trusted for good (owned nodes are never read
+ * again remotely) -- a scan would miss an entry, VACUUM would not remove
+ * one whose tid the heap then reuses.  So the token goes into the cache's
+ * shared table, and whoever uses the tree next drains it first
+ * (dm_tree_drain_settle).  A full table (64 writes lost at once and not yet
+ * drained): drain here and now.
+ */
+static void
+remember_unknown(dm_tree *t, uint16_t mn, uint64_t token)
+{
+	if (t->cache == NULL)
+		return;
+	if (dm_cache_drain_add(t->cache, t->ctag, mn, token) == 0)
+		return;
+	if (drain_at(t, mn, &token, 1) == DM_OK)
+	{
+		(void) dm_cache_invalidate_nodes(t->cache, t->ctag, NULL, 0);
+		dm_cache_invalidate_tree(t->cache, t->ctag);
+	}
+}
+
+int
+dm_tree_drain_settle(dm_tree *t)
+{
+	dm_cache_drain d[DM_CACHE_DRAINS];
+	int			n;
+
+	if (t->cache == NULL || (n = dm_cache_drains(t->cache, t->ctag, d, DM_CACHE_DRAINS)) == 0)
+		return DM_OK;
+	for (int i = 0; i < n; i++)
+	{
+		uint64_t	tokens[DM_OFF_DRAIN_MAX];
+		int			m = 0,
+					rc,
+					seen = 0;
+
+		/* one memnode at a time, the first time it appears */
+		for (int j = 0; j < i; j++)
+			seen |= d[j].memnode == d[i].memnode;
+		if (seen)
+			continue;
+		for (int j = i; j < n; j++)
+			if (d[j].memnode == d[i].memnode)
+			{
+				tokens[m++] = d[j].token;
+				if (m == DM_OFF_DRAIN_MAX)
+				{
+					if ((rc = drain_at(t, (uint16_t) d[i].memnode, tokens, m)) != DM_OK)
+						return rc;
+					m = 0;
+				}
+			}
+		if (m > 0 && (rc = drain_at(t, (uint16_t) d[i].memnode, tokens, m)) != DM_OK)
+			return rc;
+	}
+	/* none can land now: copies read before it landed go, and admissions under way fail */
+	(void) dm_cache_invalidate_nodes(t->cache, t->ctag, NULL, 0);
+	dm_cache_invalidate_tree(t->cache, t->ctag);
+	dm_cache_drains_done(t->cache, t->ctag, d, n);
+	return DM_OK;
+}
+
 static int
 offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 			uint32_t max, dm_rpc_off_rep *rep, dm_entry *ents)
@@ -470,6 +582,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	req.node_size = t->node_size;
 	req.lock_timeout_ms = (uint32_t) t->lock_timeout_ms;
 	req.flags = (lo_incl ? DM_OFF_LO_INCL : 0) | (hi_incl ? DM_OFF_HI_INCL : 0);
+	req.token = next_token(o);
 	if ((rbuf = malloc(cap)) == NULL)
 		return DM_ERR_NOMEM;
 
@@ -501,7 +614,10 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		dm_cache_admit_abort(t->cache, f);
 	/* a write whose outcome is unknown: any node of the subtree may have changed */
 	if (write && rc != DM_OK && rc != DM_ERR_FALLBACK)
+	{
 		write_outcome_unknown(t);
+		remember_unknown(t, mn, req.token);
+	}
 	if (rc != DM_OK)
 	{
 		free(rbuf);

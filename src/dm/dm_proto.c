@@ -150,6 +150,8 @@ dm_rpc_request_size(uint32_t code)
 		case DM_RPC_OFF_INSERT:
 		case DM_RPC_OFF_DELETE:
 			return (int) sizeof(dm_rpc_off_req);
+		case DM_RPC_OFF_DRAIN:
+			return (int) sizeof(dm_rpc_off_drain_req);
 	}
 	return -1;
 }

@@ -31,8 +31,11 @@
  * 4: the fetch-and-max op (DM_OP_FETCH_MAX: a writer raises its tree's
  * high-water mark in the batch that writes the node, not in a round trip
  * of its own), and a statistics counter for it.
+ * 5: offloaded requests carry a token, and DM_RPC_OFF_DRAIN cancels
+ * tokens and tells whether they still run (a client that gave up on an
+ * offloaded write learns when it can no longer land).
  */
-#define DM_PROTO_VERSION	4
+#define DM_PROTO_VERSION	5
 
 #define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
 #define DM_BATCH_MAX_OPS	4096
@@ -167,6 +170,7 @@ typedef enum dm_rpc_code
 	DM_RPC_OFF_INSERT = 14,
 	DM_RPC_OFF_DELETE = 15,
 	DM_RPC_OFF_LOAD = 16,
+	DM_RPC_OFF_DRAIN = 17,
 	/*
 	 * 20: the ucx transport's attach (dm_ucx.c): how to reach the region
 	 * one-sidedly.  Only after the handshake, i.e. after authentication:
@@ -177,7 +181,7 @@ typedef enum dm_rpc_code
 	DM_RPC_UCX_ATTACH = 20
 } dm_rpc_code;
 
-#define DM_RPC_CODE_MAX DM_RPC_OFF_LOAD
+#define DM_RPC_CODE_MAX DM_RPC_OFF_DRAIN
 
 typedef struct dm_rpc_hdr
 {
@@ -286,6 +290,7 @@ typedef struct dm_rpc_off_req
 	uint32_t	lock_timeout_ms;
 	uint32_t	flags;			/* DM_OFF_LO_INCL, DM_OFF_HI_INCL */
 	uint32_t	pad;
+	uint64_t	token;			/* the client's name for this request (DM_RPC_OFF_DRAIN); 0 = none */
 } dm_rpc_off_req;
 
 #define DM_OFF_LO_INCL	0x1
@@ -315,6 +320,29 @@ typedef struct dm_rpc_off_load_rep
 	uint64_t	busy_ns;		/* summed executor time */
 	uint64_t	uptime_ns;
 } dm_rpc_off_load_rep;
+
+/*
+ * DM_RPC_OFF_DRAIN: the client gave up waiting for the offloaded requests
+ * named by these tokens (a timeout, a cancel: their outcome is unknown to
+ * it).  From this request on none of them starts; the reply says how many
+ * are still running.  Once that is 0, none of their writes can land any
+ * more, and the client may trust a fresh read of what they might have
+ * written (dm_offload.c, dm_tree_drain_settle).
+ */
+#define DM_OFF_DRAIN_MAX 30		/* the request fits an RPC's 256 bytes */
+
+typedef struct dm_rpc_off_drain_req
+{
+	uint32_t	n;				/* tokens that follow (1..DM_OFF_DRAIN_MAX) */
+	uint32_t	pad;
+	uint64_t	tokens[DM_OFF_DRAIN_MAX];
+} dm_rpc_off_drain_req;
+
+typedef struct dm_rpc_off_drain_rep
+{
+	uint32_t	running;		/* of the named requests, executing now */
+	uint32_t	pad;
+} dm_rpc_off_drain_rep;
 
 /* Memnode-wide statistics, as returned by DM_RPC_STATS. */
 typedef struct dm_node_stats

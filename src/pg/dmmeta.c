@@ -31,6 +31,7 @@
 #include "utils/rel.h"
 
 #include "dm_cache.h"
+#include "dm_offload.h"
 #include "dmam.h"
 
 /* The per-backend cache of open trees, by index OID. */
@@ -45,6 +46,22 @@ typedef struct DmTreeCacheEntry
 } DmTreeCacheEntry;
 
 static HTAB *tree_cache = NULL;
+
+/*
+ * Offloaded writes of this tree whose outcome some backend never learned
+ * (a timeout, a cancel) may land on the memnode after that backend's
+ * error: before this backend uses its cached copies of the tree's nodes,
+ * they are drained and the copies dropped (dm_tree_drain_settle).  One
+ * load of shared memory when there are none, i.e. nearly always.
+ */
+static void
+settle_drains(Relation index, dm_tree *tree)
+{
+	int			rc = dm_tree_drain_settle(tree);
+
+	if (rc != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+}
 
 static DmIndexOptions *
 index_options(Relation index)
@@ -373,6 +390,7 @@ dmindex_open_tree(Relation index)
 		dmindex_claim_check(client, meta.home);
 		dmindex_partitions_maybe_refresh(index, e->tree, &e->map_checked);
 		dmindex_offload_apply(e->tree);	/* dmindex.offload may have changed (dmoffload.c) */
+		settle_drains(index, e->tree);
 		return e->tree;
 	}
 	forget_cached(e);
@@ -499,5 +517,6 @@ dmindex_open_tree(Relation index)
 	/* who writes the tree: this server, a promoted one taking it over, or another */
 	dmindex_writer_check(index, e->tree);
 	dmindex_offload_apply(e->tree);
+	settle_drains(index, e->tree);
 	return e->tree;
 }

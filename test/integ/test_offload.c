@@ -347,6 +347,152 @@ out:
 		dm_client_destroy(c);
 }
 
+static int	reap_late_child(void);
+
+/*
+ * An offloaded insert whose request reaches the memnode after its client
+ * gave up (DM_FAULT_LATE_RPC: the client sees a timeout, a child sends the
+ * request 300 ms later).  Tries keys until one is offloaded (the executor
+ * declines a leaf that would split): returns the key, 0 if none was.
+ */
+static uint64_t
+late_insert(dm_client **cp, dm_tree **tp, const dm_tree_name *tn, dm_cache *cache, uint64_t tag,
+			dm_gaddr root_addr, dm_tree *reader, int backend, uint64_t *next)
+{
+	for (int tries = 0; tries < 20; tries++, *next += 37)
+	{
+		dm_entry	e = dm_entry_make(*next * 3 + 2, 99);
+		dm_fault	f = {DM_FAULT_LATE_RPC, 1, 300, 0};
+		dm_offload_counters a,
+					b;
+		uint64_t	root = 0;
+		int			found;
+
+		/* a connection of its own each time: the fault breaks it */
+		if (*tp)
+			dm_tree_close(*tp);
+		if (*cp)
+			dm_client_destroy(*cp);
+		*tp = NULL;
+		if ((*cp = connect_to(&mn, backend, NULL)) == NULL || dm_tree_open_existing(*cp, 1, tn, tp) != DM_OK ||
+			dm_tree_use_cache(*tp, cache, 0) != DM_OK || dm_tree_set_offload(*tp, DM_OFFLOAD_ALWAYS) != DM_OK)
+			return 0;
+		/* room in e's leaf (the executor does not split), then one offloaded insert to see it takes it */
+		for (uint64_t k = *next * 3 - 6; k <= *next * 3 + 8; k++)
+			for (uint64_t tid = 0; tid < 3; tid++)
+				(void) dm_tree_delete(reader, dm_entry_make(k, tid), NULL);
+		(void) dm_read(*cp, root_addr, &root, 8);
+		dm_cache_invalidate(cache, tag, root);
+		dm_tree_offload_counters(*tp, &a);
+		(void) dm_tree_insert(*tp, dm_entry_make(e.key, 98), NULL);
+		dm_tree_offload_counters(*tp, &b);
+		(void) dm_tree_delete(reader, dm_entry_make(e.key, 98), NULL);
+		if (b.offloads == a.offloads)
+			continue;
+		(void) dm_tree_contains(*tp, e, &found);	/* the path back in the cache, but the root */
+		(void) dm_read(*cp, root_addr, &root, 8);
+		dm_cache_invalidate(cache, tag, root);
+		dm_client_set_fault(*cp, &f);
+		if (dm_tree_insert(*tp, e, NULL) != DM_OK)
+		{
+			dm_offload_counters l;
+
+			dm_tree_offload_counters(*tp, &l);
+			if (l.lost_writes > b.lost_writes)
+			{
+				*next += 37;
+				return e.key;
+			}
+		}
+		/* the fault hit another step: another key */
+		dm_client_set_fault(*cp, NULL);
+		(void) reap_late_child();
+	}
+	return 0;
+}
+
+/* Wait (10 s at most) for the child that sends the late request (the memnode is our other child). */
+static int
+reap_late_child(void)
+{
+	for (int i = 0; i < 1000; i++)
+	{
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		pid_t		p = waitpid(-1, NULL, WNOHANG);
+
+		if (p > 0 && p != mn.pid)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void
+run_cache_late(int backend, const char *bname, const char *name, dm_cache *cache, uint64_t tag, dm_tree *reader)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_client  *cu = connect_to(&mn, backend, NULL);
+	dm_tree    *t = NULL,
+			   *tu = NULL;
+	dm_tree_name tn;
+	dm_tree_info info;
+	uint64_t	next = 100,
+				key,
+				checked = 0;
+	int			found = -1,
+				remote = -1,
+				existed = -1;
+	char		msg[256] = "";
+
+	dm_tree_name_named(&tn, name);
+	if (!CHECK(c && cu && dm_tree_open(c, 1, &tn, &info) == DM_OK && dm_tree_open_existing(c, 1, &tn, &t) == DM_OK &&
+			   dm_tree_use_cache(t, cache, 0) == DM_OK && dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS) == DM_OK &&
+			   dm_tree_open_existing(cu, 1, &tn, &tu) == DM_OK, "late %s: handles", bname))
+		return;
+
+	/* landed */
+	key = late_insert(&c, &t, &tn, cache, tag, info.root_addr, reader, backend, &next);
+	if (CHECK(key != 0, "late %s: an offloaded insert given up on by its client (key %" PRIu64 ")", bname, key))
+	{
+		(void) dm_tree_contains(reader, dm_entry_make(key, 99), &found);	/* cached before it lands */
+		CHECK(reap_late_child(), "late %s: landed: the late request was sent", bname);
+		(void) dm_tree_contains(tu, dm_entry_make(key, 99), &remote);
+		CHECK(found == 0 && remote == 1, "late %s: landed: it was not there for the reader (%d), then landed (%d)",
+			  bname, found, remote);
+		CHECK_STATUS(dm_tree_drain_settle(reader), DM_OK, "late %s: landed: the reader's next use drains it", bname);
+		CHECK_STATUS(dm_tree_verify_cache(reader, &checked, msg, sizeof(msg)), DM_OK,
+					 "late %s: landed: the cache agrees with remote memory afterwards %s", bname, msg);
+		(void) dm_tree_contains(reader, dm_entry_make(key, 99), &found);
+		(void) dm_tree_delete(reader, dm_entry_make(key, 99), &existed);
+		(void) dm_tree_contains(tu, dm_entry_make(key, 99), &remote);
+		CHECK(found == 1 && existed == 1 && remote == 0,
+			  "late %s: landed: the reader sees it (%d), a delete through the cache finds it (%d) and removes it "
+			  "remotely (%d left)", bname, found, existed, remote);
+	}
+
+	/* cancelled */
+	key = late_insert(&c, &t, &tn, cache, tag, info.root_addr, reader, backend, &next);
+	if (CHECK(key != 0, "late %s: another offloaded insert given up on (key %" PRIu64 ")", bname, key))
+	{
+		CHECK_STATUS(dm_tree_drain_settle(reader), DM_OK,
+					 "late %s: cancelled: the reader's next use drains it before it arrives", bname);
+		CHECK(reap_late_child(), "late %s: cancelled: the late request was sent", bname);
+		(void) dm_tree_contains(tu, dm_entry_make(key, 99), &remote);
+		(void) dm_tree_contains(reader, dm_entry_make(key, 99), &found);
+		CHECK(remote == 0 && found == 0, "late %s: cancelled: arriving after the drain it did not run (remote %d, "
+			  "through the cache %d)", bname, remote, found);
+		CHECK_STATUS(dm_tree_verify_cache(reader, &checked, msg, sizeof(msg)), DM_OK,
+					 "late %s: cancelled: the cache agrees with remote memory %s", bname, msg);
+	}
+	CHECK_STATUS(dm_tree_drain_settle(t), DM_OK, "late %s: nothing left to drain", bname);
+	if (t)
+		dm_tree_close(t);
+	dm_tree_close(tu);
+	if (c)
+		dm_client_destroy(c);
+	dm_client_destroy(cu);
+}
+
 static void
 run_cache(int backend, const char *bname)
 {
@@ -441,6 +587,7 @@ run_cache(int backend, const char *bname)
 		  PRIu64 " written nodes", bname, oc.offloads, oc.invalidated);
 	CHECK(same_as_model(t, &m, "cache"), "cache %s: tree = model", bname);
 	run_cache_lost(backend, bname, name, cache, tag, &m);
+	run_cache_late(backend, bname, name, cache, tag, t2);
 	dm_tree_close(t2);
 	dm_tree_destroy(t);
 	m_free(&m);
