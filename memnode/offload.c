@@ -39,7 +39,8 @@
  * running.  The client drops its copies once that is 0.  The list keeps
  * the last CANCELLED_MAX tokens: a request that waits in a socket longer
  * than that many later drains is not stopped by it (its sender's hang-up
- * still is, server.c).
+ * still is, server.c).  DRAIN needs no ownership check: tokens are random
+ * 64-bit names, which another identity cannot guess to cancel.
  */
 #include <stdlib.h>
 #include <string.h>
