@@ -143,6 +143,10 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 	*done = 0;
 	if (dm_gaddr_node(aaddr) != dm_gaddr_node(baddr))
 		return DM_OK;
+	/* (locking one node twice would wait for ourselves: only a damaged parent names a leaf twice) */
+	if (aaddr == baddr || aaddr == paddr || baddr == paddr)
+		return dm_tree_fail(t, DM_ERR_CORRUPT, "node 0x%llx appears twice among a leaf, its left neighbour "
+							"and their parent", (unsigned long long) (aaddr == paddr ? paddr : baddr));
 	if ((rc = dm_node_wlock(t, aaddr, 0, DM_FETCH_CTX_NONE, abuf, &wa)) != DM_OK)
 		return rc;
 	/*
