@@ -584,6 +584,7 @@ run_scenario(const tcfg *cf)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = NODE_SIZE;
+	test_tree_leaf_opts(&opts);
 	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "%s: create tree (256-byte nodes)", cf->name))
 	{
 		dm_client_destroy(c);
