@@ -429,12 +429,12 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 	int			cap = level == 0 ? t->leaf_cap : t->inner_cap;
 	uint8_t    *buf = aligned_alloc(8, t->node_size);
 	uint8_t    *rbuf = aligned_alloc(8, t->node_size);
-	uint8_t    *hbuf = level == 0 ? aligned_alloc(8, t->node_size) : NULL;
+	uint8_t    *hbuf = NULL;		/* hopscotch leaves' scratch copy, when one is met */
 	dm_inner_ent *merged = malloc(sizeof(dm_inner_ent) * (size_t) cap * 2);
 	int			rc = DM_OK;
 	int			i = 0;
 
-	if (!buf || !rbuf || !merged || (level == 0 && !hbuf))
+	if (!buf || !rbuf || !merged)
 	{
 		rc = dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
 		goto out;
@@ -470,6 +470,12 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 
 		if (level == 0 && dm_hop_is(buf))
 		{
+			if (hbuf == NULL && (hbuf = aligned_alloc(8, t->node_size)) == NULL)
+			{
+				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
+				rc = dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
+				goto out;
+			}
 			/* merged in order from a sorted view (rbuf is free until a split) */
 			memcpy(rbuf, buf, t->node_size);
 			dm_hop_sorted_view(rbuf);

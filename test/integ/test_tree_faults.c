@@ -238,6 +238,7 @@ create_tree(const transport *tr, const dm_tree_name *tn)
 		return DM_ERR_CONNECT;
 	memset(&o, 0, sizeof(o));
 	o.node_size = NODE_SIZE;
+	test_tree_leaf_opts(&o);
 	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
 	rc = dm_tree_create_new(c, 1, tn, &o, &t);
 	dm_tree_close(t);
