@@ -29,7 +29,8 @@
 # The binaries in HOP_VARIANTS run once more with TREE_LEAF_FORMAT=hopscotch
 # (shown as NAME+hop): their trees get hopscotch leaves (docs/design.md
 # §5.1; test/lib/testutil.h test_tree_leaf_opts); those also in
-# OFFLOAD_VARIANTS once more with both (NAME+offload-hop).
+# OFFLOAD_VARIANTS once more with both (NAME+offload-hop).  DM_TEST_HOP_ALL=1
+# adds the long ones (test_tree_reclaim, minutes).
 # BUILD_DIR (default build) runs the binaries of another build directory,
 # with its memnode: the sanitized build (Makefile: SANITIZE).
 # Exit status 0 iff everything passed.
@@ -46,7 +47,8 @@ UCX_VARIANTS="test_rpc test_transport_sizes test_failure"
 UCX_VARIANTS_ALL="test_atomic test_fence test_robust test_tree_model test_tree_faults"
 [ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
 OFFLOAD_VARIANTS="test_tree_concurrency"
-HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale"
+HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults"
+[ "${DM_TEST_HOP_ALL:-}" = 1 ] && HOP_VARIANTS="$HOP_VARIANTS test_tree_reclaim"
 offload_scale=25
 if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; then
 	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"

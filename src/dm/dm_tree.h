@@ -35,7 +35,9 @@
  * write can tear a read; the checksum catches it).  Fences make half-
  * finished splits safe: a key at or beyond a node's high fence is looked for
  * to the right.  A node that fails validation DM_TREE_READ_RETRIES times is
- * reported as DM_ERR_CORRUPT.
+ * reported as DM_ERR_CORRUPT.  A lookup in a hopscotch leaf reads only the
+ * header and one neighbourhood, which no checksum covers: it is validated
+ * by the version read before and after it instead (dm_tree_hop.c).
  *
  * Keys.  Entries order by (key, tid) as unsigned integers and are unique as
  * pairs.  A NULL key is stored as key = UINT64_MAX with DM_TID_NULL set in
@@ -499,8 +501,10 @@ typedef struct dm_tree_counters
 									 * a write of its abandoned (timed out) may still use them */
 	uint64_t	hop_reads;		/* lookups answered by one neighbourhood read (hopscotch leaves) */
 	uint64_t	hop_retries;	/* neighbourhood reads that did not validate (torn or mid-write) */
-	uint64_t	hop_fallbacks;	/* lookups that read whole leaves instead (overflowed home,
-								 * key past the leaf, leaf moved, cached, retries spent) */
+	uint64_t	hop_whole;		/* lookups answered from one whole leaf: its home overflowed,
+								 * the leaf was cached or is the root */
+	uint64_t	hop_fallbacks;	/* lookups that went to the iterator instead (the key may go
+								 * on past the leaf, the leaf moved, retries spent) */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

@@ -12,11 +12,12 @@
  * started in between and none was under way before: every word read in
  * between belongs to that one version, however the reads tore.
  *
- * Whatever the neighbourhood cannot answer alone — the home's overflow
- * flag set, the key possibly continuing in the next leaf, a leaf that does
- * not cover the key (split since the parent was read, reused, dead),
- * reads that keep failing validation — goes to the iterator
- * (dm_tree_scan.c), which reads whole leaves (validated by checksum) and
+ * A home whose overflow flag is set has its entries anywhere in the leaf:
+ * the leaf is then read whole (by address, validated by checksum).
+ * Whatever else one leaf cannot answer — the key possibly continuing in
+ * the next leaf, a leaf that does not cover the key (split since the
+ * parent was read, reused, dead), reads that keep failing validation —
+ * goes to the iterator (dm_tree_scan.c), which reads whole leaves and
  * moves right, restarts, waits out or repairs as for sorted leaves.
  */
 #include <stdlib.h>
@@ -86,14 +87,7 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 	if (ctx.slot < 0 || (rc = dm_node_fetch_if_cached(t, addr, ctx, buf)) == 1)
 	{
 		rc = DM_OK;
-		if (dm_hop_is(buf) && !(NODE_HDR(buf)->flags & DM_NODE_DEAD) && holds_key(NODE_HDR(buf), key))
-		{
-			collect(HOP_BUCKETS(buf), nb, key, tids, max, n);
-			*done = 1;
-		}
-		else
-			t->ctr.hop_fallbacks++;
-		goto out;
+		goto whole;
 	}
 	if (rc < 0)
 	{
@@ -131,14 +125,33 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 		/* one consistent version of the header and the neighbourhood */
 		if (h->magic != DM_NODE_MAGIC || h->tree_tag != t->info.tree_id || h->level != 0 || h->size_log2 > 12 ||
 			(h->flags & (DM_NODE_HOP | DM_NODE_DEAD)) != DM_NODE_HOP || h->hop_h != H ||
-			(1u << h->size_log2) != t->node_size || !holds_key(h, key) || (nbhd[0].tid & DM_HOP_OVF))
+			(1u << h->size_log2) != t->node_size || !holds_key(h, key))
 			break;
+		if (nbhd[0].tid & DM_HOP_OVF)
+		{
+			/* the home overflowed: the key's entries may be anywhere in this leaf, read it whole */
+			if ((rc = dm_node_read(t, addr, buf)) != DM_OK)
+				goto out;
+			goto whole;
+		}
 		collect(nbhd, H, key, tids, max, n);
 		t->ctr.hop_reads++;
 		*done = 1;
 		goto out;
 	}
 	t->ctr.hop_fallbacks++;
+	goto out;
+
+whole:
+	/* a whole copy of the leaf: it answers if it is still the key's leaf */
+	if (dm_hop_is(buf) && !(NODE_HDR(buf)->flags & DM_NODE_DEAD) && holds_key(NODE_HDR(buf), key))
+	{
+		collect(HOP_BUCKETS(buf), nb, key, tids, max, n);
+		t->ctr.hop_whole++;
+		*done = 1;
+	}
+	else
+		t->ctr.hop_fallbacks++;
 out:
 	free(buf);
 	return rc;
