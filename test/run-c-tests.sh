@@ -26,6 +26,11 @@
 # they run at TREE_SCALE=25 (a quarter of the operations) unless
 # DM_TEST_OFFLOAD_LONG=1, which runs them whole and adds the long ones (the
 # model test, minutes).
+# The binaries in HOP_VARIANTS run once more with TREE_LEAF_FORMAT=hopscotch
+# (shown as NAME+hop): their trees get hopscotch leaves (docs/design.md
+# §5.1; test/lib/testutil.h test_tree_leaf_opts); those also in
+# OFFLOAD_VARIANTS once more with both (NAME+offload-hop).  DM_TEST_HOP_ALL=1
+# adds the long ones (test_tree_reclaim, minutes).
 # BUILD_DIR (default build) runs the binaries of another build directory,
 # with its memnode: the sanitized build (Makefile: SANITIZE).
 # Exit status 0 iff everything passed.
@@ -42,6 +47,8 @@ UCX_VARIANTS="test_rpc test_transport_sizes test_failure"
 UCX_VARIANTS_ALL="test_atomic test_fence test_robust test_tree_model test_tree_faults"
 [ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
 OFFLOAD_VARIANTS="test_tree_concurrency"
+HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults"
+[ "${DM_TEST_HOP_ALL:-}" = 1 ] && HOP_VARIANTS="$HOP_VARIANTS test_tree_reclaim"
 offload_scale=25
 if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; then
 	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"
@@ -63,6 +70,10 @@ for f in "$BUILD_DIR"/test/unit/* "$BUILD_DIR"/test/integ/*; do
 	case " $AUTH_UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-posix-auth") ;; esac
 	case " $UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-tcp" "$f@ucx-posix") ;; esac
 	case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload") ;; esac
+	case " $HOP_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@hop") ;; esac
+	case " $HOP_VARIANTS " in *" $(basename "$f") "*)
+		case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload-hop") ;; esac ;;
+	esac
 done
 if [ ${#bins[@]} -eq 0 ]; then
 	echo "run-c-tests: no test binaries found under $BUILD_DIR/test (run \`make standalone\` first)" >&2
@@ -80,11 +91,14 @@ for entry in "${bins[@]}"; do
 	transport=
 	tls=${UCX_TLS:-}
 	offload=
+	leaf=
 	case "$entry" in
 		*@auth) name="$name+auth"; auth=1 ;;
 		*@ucx-*-auth) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-}; tls=${tls%-auth}; auth=1 ;;
 		*@ucx-*) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-} ;;
 		*@offload) name="$name+offload"; offload=always ;;
+		*@hop) name="$name+hop"; leaf=hopscotch ;;
+		*@offload-hop) name="$name+offload-hop"; offload=always; leaf=hopscotch ;;
 	esac
 	tap="$logdir/$name.tap"
 	log="$logdir/$name.log"
@@ -93,7 +107,8 @@ for entry in "${bins[@]}"; do
 	# die with it: they are started with PR_SET_PDEATHSIG)
 	scale=${TREE_SCALE:-}
 	[ -n "$offload" ] && scale=$offload_scale
-	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport TREE_OFFLOAD=$offload TREE_SCALE=$scale env ${tls:+UCX_TLS=$tls} \
+	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport TREE_OFFLOAD=$offload TREE_SCALE=$scale \
+		TREE_LEAF_FORMAT=$leaf env ${tls:+UCX_TLS=$tls} \
 		timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')

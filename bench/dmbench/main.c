@@ -231,8 +231,9 @@ main(int argc, char **argv)
 		memnode_addrs[nmemnode_addrs++] = mp.addr;
 	}
 
-	fprintf(stderr, "dmbench: %" PRIu64 " entries, %d client(s), %.1f s per cell (+%.1f s warm-up), node %u B, fill %d%%%s\n",
-			n_entries, nclients, duration_s, warmup_s, node_size, fillfactor,
+	fprintf(stderr, "dmbench: %" PRIu64 " entries, %d client(s), %.1f s per cell (+%.1f s warm-up), node %u B, %s leaves, fill %d%%%s\n",
+			n_entries, nclients, duration_s, warmup_s, node_size,
+			leaf_format == DM_LEAF_HOPSCOTCH ? "hopscotch" : "sorted", fillfactor,
 			started_memnode ? ", memnode started here" : "");
 
 	if (cache_mode)
@@ -380,9 +381,10 @@ main(int argc, char **argv)
 		else
 			snprintf(mn, sizeof(mn), "%d given with --memnode", nmemnode_addrs);
 		note_add(
-						 "Setup: %" PRIu64 " keys bulk-loaded (fill factor %d%%, %u-byte nodes), "
+						 "Setup: %" PRIu64 " keys bulk-loaded (fill factor %d%%, %u-byte nodes, %s leaves), "
 						 "%d client process(es), %.1f s measured per cell after %.1f s warm-up%s; memnode %s.\n\n",
-						 n_entries, fillfactor, node_size, nclients, duration_s, warmup_s,
+						 n_entries, fillfactor, node_size,
+						 leaf_format == DM_LEAF_HOPSCOTCH ? "hopscotch" : "sorted", nclients, duration_s, warmup_s,
 						 quick ? " (--quick)" : "", mn);
 	}
 	for (ti = 0; ti < ntransports; ti++)

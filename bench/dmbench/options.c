@@ -45,6 +45,8 @@ usage(FILE *f)
 			"  --entries N           keys bulk-loaded before the workloads (default 1000000; K/M suffixes)\n"
 			"  --fillfactor P        bulk-load fill factor, 10..100 (default 90, as btree leaves)\n"
 			"  --node-size N         tree node size, 256..4096 (default 1024)\n"
+			"  --leaf-format F       sorted (default) or hopscotch (docs/design.md 5.1)\n"
+			"  --neighborhood H      hopscotch leaves: the neighbourhood, 2..16 (default 8)\n"
 			"  --duration SEC        measured seconds per cell (default 10)\n"
 			"  --warmup SEC          warm-up per cell (default duration/10, 0.2..2 s; 3 s with --cache-policy)\n"
 			"  --warmup-max SEC      with a cache, warm up past --warmup until the hit ratio of a second moves\n"
@@ -290,6 +292,29 @@ parse_options(int argc, char **argv, int *quick)
 			{
 				fprintf(stderr, "dmbench: bad --node-size (a power of two, %d..%d)\n",
 						DM_NODE_MIN, DM_NODE_MAX);
+				return 2;
+			}
+		}
+		else if (strcmp(a, "--leaf-format") == 0 && v)
+		{
+			const char *f = argv[++i];
+
+			if (strcmp(f, "sorted") == 0)
+				leaf_format = DM_LEAF_SORTED;
+			else if (strcmp(f, "hopscotch") == 0)
+				leaf_format = DM_LEAF_HOPSCOTCH;
+			else
+			{
+				fprintf(stderr, "dmbench: bad --leaf-format (sorted or hopscotch)\n");
+				return 2;
+			}
+		}
+		else if (strcmp(a, "--neighborhood") == 0 && v)
+		{
+			leaf_neighborhood = atoi(argv[++i]);
+			if (leaf_neighborhood < 2 || leaf_neighborhood > 16)
+			{
+				fprintf(stderr, "dmbench: bad --neighborhood (2..16)\n");
 				return 2;
 			}
 		}

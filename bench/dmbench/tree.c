@@ -142,6 +142,8 @@ create_and_load(int transport, load_info *li, char *err, size_t errsz)
 
 	memset(&topts, 0, sizeof(topts));
 	topts.node_size = node_size;
+	topts.leaf_format = leaf_format;
+	topts.neighborhood = leaf_format == DM_LEAF_HOPSCOTCH ? leaf_neighborhood : 0;
 	if (nmemnode_addrs > 1)
 	{
 		topts.nmemnodes = nmemnode_addrs;

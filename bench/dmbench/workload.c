@@ -121,6 +121,9 @@ int	dist_uniform = 1,
 
 uint32_t node_size = 1024;
 
+int	leaf_format = DM_LEAF_SORTED;
+int	leaf_neighborhood = 0;
+
 int	fillfactor = 90;
 
 const char *region_size = "2G";

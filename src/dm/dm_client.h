@@ -160,7 +160,14 @@ extern void dm_client_reset_counters(dm_client *c);
  * memnode's part of the batch: the later ops to that memnode are not
  * executed (result 0, READ buffers untouched), on every backend.  dm_post
  * still returns DM_OK; dm_op_guard_failed() tells.
+ *
+ * "In array order" holds for every op's effects except that over ucx two
+ * consecutive reads may overlap; a read flagged DM_OPF_ORDERED (client
+ * side only, never on the wire) starts after the op before it completed,
+ * on every backend (tcp, shm and the local client execute in order
+ * anyway).  A seqlock-style read (dm_tree_hop.c) needs it.
  */
+#define DM_OPF_ORDERED	0x80
 typedef struct dm_op
 {
 	uint8_t		kind;			/* dm_op_kind */

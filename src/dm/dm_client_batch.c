@@ -59,7 +59,7 @@ tcp_send_batch(dm_client *c, dm_conn *cn, dm_op *ops, uint64_t deadline, uint32_
 		w[k].addr = op->addr;
 		w[k].arg0 = op->arg0;
 		w[k].arg1 = op->arg1;
-		w[k].flags = op->flags;
+		w[k].flags = op->flags & DM_OPF_ALL;	/* DM_OPF_ORDERED is the client's */
 		if (op->kind == DM_OP_WRITE)
 		{
 			uint32_t	p = dm_pad8(op->len);
@@ -271,7 +271,7 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		dm_conn    *cn;
 
 		if (ops[i].kind < DM_OP_READ || ops[i].kind > DM_OP_KIND_MAX ||
-			(ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || (ops[i].flags & ~DM_OPF_ALL) != 0 ||
+			(ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || (ops[i].flags & ~(DM_OPF_ALL | DM_OPF_ORDERED)) != 0 ||
 			((ops[i].flags & DM_OPF_GUARD) && ops[i].kind != DM_OP_CAS) ||
 			((ops[i].kind == DM_OP_READ || ops[i].kind == DM_OP_WRITE) &&
 			 (ops[i].len == 0 || ops[i].buf == NULL)))

@@ -80,6 +80,10 @@ dm_node_valid(const void *buf, uint32_t node_size, uint64_t tree_tag)
 	cap = h->level == 0 ? dm_leaf_cap(node_size) : dm_inner_cap(node_size);
 	if (h->count > cap)
 		return 0;
+	/* a hopscotch leaf (dm_hop.h) says its neighbourhood; no other node has one */
+	if ((h->flags & DM_NODE_HOP) ?
+		h->level != 0 || h->hop_h < 2 || h->hop_h > 16 || h->hop_h > cap : h->hop_h != 0)
+		return 0;
 	return dm_node_checksum(buf) == h->checksum;
 }
 

@@ -21,7 +21,7 @@ typedef struct dm_node_hdr
 	uint8_t		flags;
 	uint16_t	count;
 	uint8_t		size_log2;
-	uint8_t		pad;
+	uint8_t		hop_h;			/* hopscotch leaf: its neighbourhood H (dm_hop.h); else 0 */
 	uint64_t	tree_tag;
 	dm_gaddr	right;
 	dm_gaddr	left;
@@ -44,6 +44,7 @@ typedef struct dm_inner_ent
 
 /* flags */
 #define DM_NODE_DEAD 0x1		/* retired: a superseded empty root, a reclaimed leaf (dm_tree_reclaim.c) */
+#define DM_NODE_HOP 0x2			/* a hopscotch leaf (dm_hop.h): buckets, not sorted entries */
 
 /* dm_node_fmt.h tells code outside the tree (the cache) the same layout */
 _Static_assert(offsetof(dm_node_hdr, magic) == DM_NODE_OFF_MAGIC, "node magic offset");
@@ -66,12 +67,17 @@ dm_inner_cap(uint32_t node_size)
 	return dm_node_fmt_fanout(node_size);
 }
 
-/* Bytes of a node that carry data (header + used entries). */
+/*
+ * Bytes of a node that carry data (header + used entries; a hopscotch
+ * leaf's buckets lie anywhere: all of it).
+ */
 static inline uint32_t
 dm_node_used_bytes(const void *buf)
 {
 	const dm_node_hdr *h = buf;
 
+	if (h->level == 0 && (h->flags & DM_NODE_HOP))
+		return h->size_log2 >= 8 && h->size_log2 <= 12 ? 1u << h->size_log2 : DM_NODE_HEADER;
 	return DM_NODE_HEADER + (uint32_t) h->count *
 		(h->level == 0 ? (uint32_t) sizeof(dm_entry) : (uint32_t) sizeof(dm_inner_ent));
 }

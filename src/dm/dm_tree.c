@@ -15,11 +15,18 @@
  * guard failed, dm_tree_io.c: a stale write of another writer landed, or
  * our lock was taken over) wrote nothing: level_apply locks the node again
  * and redoes that step.
+ *
+ * Hopscotch leaves (dm_hop.h, DESIGN.md §5.1) take the same steps: the
+ * merge is computed from a sorted view of the leaf, the entries are placed
+ * in a scratch copy of the table and only the buckets that changed are
+ * written; a leaf whose table cannot take them (dm_hop_place says split) is
+ * split by entry range like a full sorted leaf, both halves rebuilt.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dm_hop.h"
 #include "dm_tree_int.h"
 
 /* ---- writes -------------------------------------------------------------------- */
@@ -51,7 +58,7 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 	for (int attempt = 0; attempt < DM_TREE_MAX_RESTARTS; attempt++)
 	{
 		/* the address only: locking reads the node anyway (one round trip saved) */
-		if ((rc = dm_tree_descend_impl(t, e, level, 0, 1, &addr, buf, &ctx)) != DM_OK)
+		if ((rc = dm_tree_descend_impl(t, e, level, 0, DM_DESCEND_WRITER, &addr, buf, &ctx)) != DM_OK)
 			return rc;
 		if ((rc = dm_node_wlock(t, addr, level, ctx, buf, wl)) != DM_OK)
 			return rc;
@@ -185,6 +192,27 @@ leaf_delete(dm_tree *t, dm_wlock *wl, uint8_t *buf, const dm_inner_ent *items, i
 	dm_entry   *ents = LEAF_ENTS(buf);
 
 	*removed = 0;
+	if (dm_hop_is(buf))
+	{
+		dm_hop_range r = DM_HOP_RANGE_NONE;
+
+		for (int x = i; x < j; x++)
+		{
+			int			b = dm_hop_find(buf, items[x].sep);
+
+			if (b >= 0)
+			{
+				dm_hop_remove(buf, b, &r);
+				(*removed)++;
+			}
+		}
+		if (*removed > 0)
+		{
+			wl->part_lo = DM_NODE_HEADER + (uint32_t) r.lo * sizeof(dm_entry);
+			wl->part_hi = DM_NODE_HEADER + (uint32_t) r.hi * sizeof(dm_entry);
+		}
+		return dm_node_wunlock(t, wl, buf, *removed > 0, 0, NULL, NULL);
+	}
 	for (int x = i; x < j; x++)
 	{
 		int			p = dm_leaf_lower_bound(buf, items[x].sep);
@@ -234,10 +262,22 @@ merge_items(int level, const uint8_t *buf, const dm_inner_ent *items, int i, int
 	return added;
 }
 
-/* Make merged[from..to) the entries of the node in buf (leaf or inner by level). */
+/*
+ * Make merged[from..to) the entries of the node in buf (leaf or inner by
+ * level; a hopscotch leaf's table is rebuilt).
+ */
 static void
 fill_entries(int level, uint8_t *buf, const dm_inner_ent *merged, int from, int to)
 {
+	if (level == 0 && dm_hop_is(buf))
+	{
+		dm_entry	ents[DM_NODE_MAX / sizeof(dm_entry)];
+
+		for (int x = from; x < to; x++)
+			ents[x - from] = merged[x].sep;
+		dm_hop_build(buf, ents, to - from);
+		return;
+	}
 	for (int x = from; x < to; x++)
 	{
 		if (level == 0)
@@ -282,6 +322,9 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 		return rc;
 	}
 	dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
+	/* a leaf's new right half has the leaf's format (the executor never gets here) */
+	if (level == 0 && dm_hop_is(buf))
+		dm_hop_init(rbuf, h->hop_h);
 	/* versions at an address only grow: a stale write fenced on an old one never lands */
 	NODE_HDR(rbuf)->version = rver;
 	rh->right = h->right;
@@ -312,6 +355,37 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 }
 
 static int	level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, int *changed);
+
+/*
+ * Hopscotch insert step: place those of items[i..j) the leaf (copy in buf)
+ * lacks into the scratch copy hbuf of it, and, if all could be placed, make
+ * that buf and note in wl the buckets to write.  0: the leaf should be
+ * split instead, buf unchanged.
+ */
+static int
+hop_insert(dm_tree *t, dm_wlock *wl, uint8_t *buf, uint8_t *hbuf, const dm_inner_ent *items, int i, int j)
+{
+	dm_hop_range r = DM_HOP_RANGE_NONE;
+
+	memcpy(hbuf, buf, t->node_size);
+	for (int x = i; x < j; x++)
+	{
+		int			res;
+
+		if (dm_hop_find(hbuf, items[x].sep) >= 0)
+			continue;
+		res = dm_hop_place(hbuf, items[x].sep, 1, &r);
+		if (res == DM_HOP_SPLIT || res == DM_HOP_FULL)
+			return 0;
+	}
+	memcpy(buf, hbuf, t->node_size);
+	if (r.hi > r.lo)
+	{
+		wl->part_lo = DM_NODE_HEADER + (uint32_t) r.lo * sizeof(dm_entry);
+		wl->part_hi = DM_NODE_HEADER + (uint32_t) r.hi * sizeof(dm_entry);
+	}
+	return 1;
+}
 
 /*
  * Parent step, after the node at addr (copy in buf) split: add its new
@@ -355,6 +429,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 	int			cap = level == 0 ? t->leaf_cap : t->inner_cap;
 	uint8_t    *buf = aligned_alloc(8, t->node_size);
 	uint8_t    *rbuf = aligned_alloc(8, t->node_size);
+	uint8_t    *hbuf = NULL;		/* hopscotch leaves' scratch copy, when one is met */
 	dm_inner_ent *merged = malloc(sizeof(dm_inner_ent) * (size_t) cap * 2);
 	int			rc = DM_OK;
 	int			i = 0;
@@ -393,7 +468,21 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			continue;
 		}
 
-		added = merge_items(level, buf, items, i, j, merged, &m);
+		if (level == 0 && dm_hop_is(buf))
+		{
+			if (hbuf == NULL && (hbuf = aligned_alloc(8, t->node_size)) == NULL)
+			{
+				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
+				rc = dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
+				goto out;
+			}
+			/* merged in order from a sorted view (rbuf is free until a split) */
+			memcpy(rbuf, buf, t->node_size);
+			dm_hop_sorted_view(rbuf);
+			added = merge_items(level, rbuf, items, i, j, merged, &m);
+		}
+		else
+			added = merge_items(level, buf, items, i, j, merged, &m);
 		if (added == 0)
 		{
 			if ((rc = dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL)) != DM_OK)
@@ -401,9 +490,10 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			i = j;
 			continue;
 		}
-		if (m <= cap)
+		if (m <= cap && (level != 0 || !dm_hop_is(buf) || hop_insert(t, &wl, buf, hbuf, items, i, j)))
 		{
-			fill_entries(level, buf, merged, 0, m);
+			if (level != 0 || !dm_hop_is(buf))
+				fill_entries(level, buf, merged, 0, m);
 			rc = dm_node_wunlock(t, &wl, buf, 1, 0, NULL, NULL);
 			if (rc == DM_TREE_STALE)
 				continue;
@@ -441,6 +531,7 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 out:
 	free(buf);
 	free(rbuf);
+	free(hbuf);
 	free(merged);
 	return rc;
 }
@@ -538,9 +629,14 @@ dm_tree_contains(dm_tree *t, dm_entry e, int *found)
 	rc = dm_tree_descend(t, e, 0, &addr, buf);
 	if (rc == DM_OK)
 	{
-		int			p = dm_leaf_lower_bound(buf, e);
+		if (dm_hop_is(buf))
+			*found = dm_hop_find(buf, e) >= 0;
+		else
+		{
+			int			p = dm_leaf_lower_bound(buf, e);
 
-		*found = p < NODE_HDR(buf)->count && dm_entry_cmp(LEAF_ENTS(buf)[p], e) == 0;
+			*found = p < NODE_HDR(buf)->count && dm_entry_cmp(LEAF_ENTS(buf)[p], e) == 0;
+		}
 	}
 	free(buf);
 	return rc;

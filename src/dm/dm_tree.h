@@ -13,16 +13,19 @@
  *   16  checksum  u64  hash of bytes [8,16) and [24, 88 + count * entry size)
  *   24  magic     u16  DM_NODE_MAGIC
  *   26  level     u8   0 = leaf
- *   27  flags     u8   DM_NODE_DEAD (a retired node), else 0
+ *   27  flags     u8   DM_NODE_DEAD (a retired node), DM_NODE_HOP (a
+ *                      hopscotch leaf: dm_hop.h, DESIGN.md §5.1)
  *   28  count     u16  entries (leaf) or children (inner)
  *   30  size_log2 u8   log2(N)
- *   31  pad       u8
+ *   31  hop_h     u8   hopscotch leaves: the neighbourhood H; else 0
  *   32  tree_tag  u64  the tree's id: a pointer into another tree's node fails
  *   40  right     u64  global address of the right sibling (0 = rightmost)
  *   48  left      u64  left sibling: a hint, validated by fences on use
  *   56  low fence  (key u64, tid u64)  inclusive
  *   72  high fence (key u64, tid u64)  exclusive; (MAX, MAX) = +infinity
- *   88  entries: leaf  (key u64, tid u64), 16 bytes, strictly ascending
+ *   88  entries: leaf  (key u64, tid u64), 16 bytes, strictly ascending;
+ *                hopscotch leaf: (N-88)/16 buckets in hash order (dm_hop.h),
+ *                count = used buckets, the checksum covers all of them
  *                inner (sep key u64, sep tid u64, child u64), 24 bytes;
  *                child i holds [sep i, sep i+1); sep 0 = the node's low fence
  *
@@ -32,7 +35,9 @@
  * write can tear a read; the checksum catches it).  Fences make half-
  * finished splits safe: a key at or beyond a node's high fence is looked for
  * to the right.  A node that fails validation DM_TREE_READ_RETRIES times is
- * reported as DM_ERR_CORRUPT.
+ * reported as DM_ERR_CORRUPT.  A lookup in a hopscotch leaf reads only the
+ * header and one neighbourhood, which no checksum covers: it is validated
+ * by the version read before and after it instead (dm_tree_hop.c).
  *
  * Keys.  Entries order by (key, tid) as unsigned integers and are unique as
  * pairs.  A NULL key is stored as key = UINT64_MAX with DM_TID_NULL set in
@@ -94,9 +99,15 @@ dm_entry_cmp(dm_entry a, dm_entry b)
 
 typedef struct dm_tree dm_tree;
 
+/* Leaf formats (DESIGN.md §5.1): chosen per tree at creation, kept in its catalog entry. */
+#define DM_LEAF_SORTED		0	/* entries in order (the default) */
+#define DM_LEAF_HOPSCOTCH	1	/* CHIME hopscotch leaves: a lookup reads one neighbourhood */
+
 typedef struct dm_tree_opts
 {
 	uint32_t	node_size;		/* 0 = 1024 */
+	int			leaf_format;	/* DM_LEAF_*; 0 = sorted */
+	int			neighborhood;	/* hopscotch: H, 2..16; 0 = 8 */
 	/*
 	 * M: a subtree rooted at level M lives on one memnode (so an offloaded
 	 * traversal never leaves it).  Bulk load spreads the level-M subtrees
@@ -139,6 +150,8 @@ extern int	dm_tree_alloc_release(dm_tree *t);
 extern int	dm_tree_destroy(dm_tree *t);
 
 extern uint32_t dm_tree_node_size(const dm_tree *t);
+/* DM_LEAF_*, and for hopscotch leaves the neighbourhood (*neighborhood may be NULL; 0 for sorted). */
+extern int	dm_tree_leaf_format(const dm_tree *t, int *neighborhood);
 extern uint64_t dm_tree_id(const dm_tree *t);
 /* The client a handle uses, and the memnode holding its catalog entry. */
 extern dm_client *dm_tree_client(const dm_tree *t);
@@ -235,6 +248,7 @@ typedef struct dm_tree_stats
 	uint64_t	nodes_by_memnode[DM_TREE_MAX_MEMNODES];	/* by position in the tree's memnode list */
 	uint64_t	free_nodes;		/* in the reuse list (not counted above) */
 	uint64_t	half_dead;		/* dead leaves still in the sibling chain (unfinished unlinks) */
+	uint64_t	hop_overflow_homes;	/* hopscotch leaves: home buckets flagged as overflowed */
 } dm_tree_stats;
 extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
 
@@ -485,6 +499,12 @@ typedef struct dm_tree_counters
 	uint64_t	unlinks_finished;	/* unlinks of a dead reclaimer this handle finished */
 	uint64_t	redo_slots_lost;	/* redo slots it left to the tree instead of freeing them:
 									 * a write of its abandoned (timed out) may still use them */
+	uint64_t	hop_reads;		/* lookups answered by one neighbourhood read (hopscotch leaves) */
+	uint64_t	hop_retries;	/* neighbourhood reads that did not validate (torn or mid-write) */
+	uint64_t	hop_whole;		/* lookups answered from one whole leaf: its home overflowed,
+								 * the leaf was cached or is the root */
+	uint64_t	hop_fallbacks;	/* lookups that went to the iterator instead (the key may go
+								 * on past the leaf, the leaf moved, retries spent) */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

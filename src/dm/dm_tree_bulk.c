@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dm_hop.h"
 #include "dm_tree_int.h"
 
 #define FLUSH_AT 64
@@ -140,6 +141,16 @@ finish_node(dm_bulk *b, int level, dm_entry high, dm_gaddr right)
 
 	h->high = high;
 	h->right = right;
+	if (level == 0 && b->t->leaf_hop)
+	{
+		/* built in order; stored as the tree's hopscotch leaves (dm_hop.h) */
+		dm_entry	ents[DM_NODE_MAX / sizeof(dm_entry)];
+		int			n = h->count;
+
+		memcpy(ents, LEAF_ENTS(L->buf), (size_t) n * sizeof(dm_entry));
+		dm_hop_init(L->buf, b->t->leaf_hop);
+		dm_hop_build(L->buf, ents, n);
+	}
 	if ((rc = enqueue(b, L->addr, L->buf)) != DM_OK)
 		return rc;
 	return DM_OK;

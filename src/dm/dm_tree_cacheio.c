@@ -145,6 +145,48 @@ wlock_drop_frame(dm_cache *c, dm_wlock *wl)
 }
 
 int
+dm_node_fetch_if_cached(dm_tree *t, dm_gaddr addr, dm_fetch_ctx ctx, void *buf)
+{
+	dm_cache   *c = t->cache;
+	uint32_t	hint = ctx.hint;
+	int			io = 0;
+	int			rc;
+
+	if (c == NULL || !dm_cache_caches_level(c, 0))
+		return 0;
+	for (int k = 0; k < 8; k++)
+	{
+		uint32_t	f = dm_cache_lookup(c, t->ctag, addr, hint, &io);
+		uint64_t	stamp = 0;
+		int			r;
+
+		if (f == DM_FRAME_NONE)
+			break;
+		r = dm_cache_copy_stamped(c, f, t->ctag, addr, buf, t->node_size, NULL, NULL, &stamp);
+		if (r == DM_CACHE_COPIED)
+		{
+			if (t->replica && stamp > t->horizon_seen)
+				t->horizon_seen = stamp;
+			if (f != hint && ctx.pframe != DM_FRAME_NONE)
+				dm_cache_set_hint(c, ctx.pframe, ctx.slot, f);
+			return 1;
+		}
+		if (r == DM_CACHE_BUSY)
+			return 0;
+		hint = DM_FRAME_NONE;
+	}
+	/* the policy's admission decides, as for any leaf read: whole, admitted */
+	if (!io && dm_cache_should_admit(c, 0))
+	{
+		if ((rc = dm_node_fetch(t, addr, 0, ctx, buf, NULL)) != DM_OK)
+			return -rc;
+		return 1;
+	}
+	dm_cache_count_miss(c, 0);
+	return 0;
+}
+
+int
 dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf, dm_wlock *wl)
 {
 	dm_cache   *c = t->cache;
@@ -156,6 +198,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 	wl->frame = DM_FRAME_NONE;
 	wl->remote = 1;
 	wl->held = 0;
+	wl->part_lo = wl->part_hi = 0;
 	if ((rc = dm_tree_writable(t, "lock a node for writing")) != DM_OK)
 		return rc;
 	if (c == NULL || !dm_cache_caches_level(c, level))
@@ -277,7 +320,8 @@ dm_node_wunlock(dm_tree *t, dm_wlock *wl, void *buf, int changed,
 	int			rc = DM_OK;
 
 	if (changed)
-		rc = dm_node_write_unlock(t, wl->addr, buf, wl->held, nnew, new_addrs, new_bufs);
+		rc = dm_node_write_unlock(t, wl->addr, buf, wl->held, nnew, new_addrs, new_bufs,
+								  wl->part_lo, wl->part_hi);
 	else if (wl->held)
 		rc = dm_node_unlock(t, wl->addr, wl->held);
 	if (wl->frame != DM_FRAME_NONE)

@@ -175,7 +175,8 @@ out:
  * backoff.  A root read from the root word that does not span the key space
  * is the left half of a root split whose new root was not installed: a
  * writer (no_read: lock_covering) installs one (dm_tree_grow_root) and starts over;
- * a reader follows right links, as past any half-done split.
+ * a reader (DM_DESCEND_READER too) follows right links, as past any
+ * half-done split.
  */
 int
 dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read, dm_gaddr *out_addr,
@@ -236,7 +237,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			int			right_of_high = !at_inf &&
 				(before ? dm_entry_cmp(e, h->high) > 0 : dm_entry_cmp(e, h->high) >= 0);
 
-			if (top && fresh && no_read && !at_inf && !(h->flags & DM_NODE_DEAD) && at_min)
+			if (top && fresh && no_read == DM_DESCEND_WRITER && !at_inf && !(h->flags & DM_NODE_DEAD) && at_min)
 			{
 				/* an unfinished root split: finish it, then descend again */
 				if ((rc = dm_tree_grow_root(t, addr, buf)) != DM_OK)
@@ -251,7 +252,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			 * through its right link; a writer starts over (lock_covering
 			 * finishes the unlink).
 			 */
-			int			empty_range = via_right && !no_read && level == 0 && h->level == 0 &&
+			int			empty_range = via_right && no_read != DM_DESCEND_WRITER && level == 0 && h->level == 0 &&
 				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(h->low, came_high) == 0;
 
 			if (((h->flags & DM_NODE_DEAD) && !empty_range) || left_of_low || h->level < level ||

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dm_hop.h"
 #include "dm_offload.h"
 #include "dm_tree_int.h"
 
@@ -139,6 +140,8 @@ exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry *
 		dm_node_hdr *h = NODE_HDR(buf);
 		dm_gaddr	right;
 
+		/* a hopscotch leaf as the sorted leaf of its entries (dm_hop.h) */
+		dm_hop_sorted_view(buf);
 		if (!(h->flags & DM_NODE_DEAD))
 		{
 			for (int i = dm_leaf_lower_bound(buf, cur); i < h->count; i++)

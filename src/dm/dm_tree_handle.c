@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dm_hop.h"
 #include "dm_tree_int.h"
 
 static int
@@ -98,6 +99,14 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 		o.nmemnodes = 1;
 		o.memnodes[0] = home;
 	}
+	if (o.leaf_format == DM_LEAF_HOPSCOTCH && o.neighborhood == 0)
+		o.neighborhood = DM_HOP_H_DEFAULT;
+	if ((o.leaf_format != DM_LEAF_SORTED && o.leaf_format != DM_LEAF_HOPSCOTCH) ||
+		(o.leaf_format == DM_LEAF_SORTED && o.neighborhood != 0) ||
+		(o.leaf_format == DM_LEAF_HOPSCOTCH &&
+		 (o.neighborhood < DM_HOP_H_MIN || o.neighborhood > DM_HOP_H_MAX ||
+		  (uint32_t) o.neighborhood > (uint32_t) dm_hop_nb(o.node_size))))
+		return DM_ERR_INVALID;
 	if (!valid_node_size(o.node_size) || o.placement_level < 0 || o.placement_level > 8 ||
 		o.nmemnodes < 0 || o.nmemnodes > DM_TREE_MAX_MEMNODES || o.lock_timeout_ms < 0)
 		return DM_ERR_INVALID;
@@ -114,6 +123,7 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 	if ((rc = setup_handle(c, home, name, &t)) != DM_OK)
 		return rc;
 	set_geometry(t, o.node_size);
+	t->leaf_hop = o.leaf_format == DM_LEAF_HOPSCOTCH ? o.neighborhood : 0;
 	t->placement_level = o.placement_level;
 	t->nmemnodes = o.nmemnodes;
 	memcpy(t->memnodes, o.memnodes, sizeof(t->memnodes));
@@ -129,13 +139,17 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 
 	/* metadata first, root last: a reader that sees a root sees valid metadata */
 	memset(meta, 0, sizeof(meta));
-	meta[1] = (DM_TREE_META_MAGIC << 32) | ((uint64_t) DM_TREE_FORMAT << 16) |
+	meta[1] = (DM_TREE_META_MAGIC << 32) |
+		((uint64_t) (t->leaf_hop ? DM_TREE_FORMAT_HOP : DM_TREE_FORMAT) << 16) |
 		((uint64_t) __builtin_ctz(o.node_size) << 8) | (uint64_t) o.placement_level;
 	/* low half: number of memnodes; high half: the lock takeover timeout */
 	meta[2] = (uint64_t) o.nmemnodes | ((uint64_t) t->lock_timeout_ms << 32);
 	for (int i = 0; i < o.nmemnodes; i++)
 		meta[3 + i / 4] |= (uint64_t) o.memnodes[i] << (16 * (i % 4));
 	/* words 8-10: the writer, its high-water mark and the fence words (dm_tree_writer.c) */
+	/* word 14: the leaf format, which every client and verify go by */
+	if (t->leaf_hop)
+		meta[DM_META_LEAF] = (uint64_t) DM_LEAF_HOPSCOTCH | ((uint64_t) t->leaf_hop << 8);
 	meta[8] = o.writer;
 	meta[9] = o.high_water;
 	if ((rc = dm_tree_writer_create(t, meta)) != DM_OK)
@@ -151,6 +165,8 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 		goto fail_drop;
 	}
 	dm_node_init(buf, t->node_size, 0, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
+	if (t->leaf_hop)
+		dm_hop_init(buf, t->leaf_hop);
 	dm_node_seal(buf);
 	rc = dm_node_alloc(t, home, &root);
 	if (rc == DM_OK)
@@ -182,6 +198,8 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 	uint64_t	words[1 + DM_TREE_META_WORDS];
 	int			rc;
 	uint32_t	size_log2;
+	uint32_t	format;
+	uint64_t	leaf;
 
 	*out = NULL;
 	if ((rc = setup_handle(c, home, name, &t)) != DM_OK)
@@ -193,7 +211,14 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 		return rc;
 	}
 	size_log2 = (uint32_t) (words[1] >> 8) & 0xFF;
-	if ((words[1] >> 32) != DM_TREE_META_MAGIC || ((words[1] >> 16) & 0xFFFF) != DM_TREE_FORMAT ||
+	format = (uint32_t) (words[1] >> 16) & 0xFFFF;
+	leaf = words[DM_META_LEAF];
+	if ((words[1] >> 32) != DM_TREE_META_MAGIC ||
+		(format == DM_TREE_FORMAT && leaf != 0) ||
+		(format == DM_TREE_FORMAT_HOP &&
+		 ((leaf & 0xFF) != DM_LEAF_HOPSCOTCH || (leaf >> 16) != 0 || ((leaf >> 8) & 0xFF) < DM_HOP_H_MIN ||
+		  ((leaf >> 8) & 0xFF) > DM_HOP_H_MAX)) ||
+		(format != DM_TREE_FORMAT && format != DM_TREE_FORMAT_HOP) ||
 		size_log2 < 8 || size_log2 > 12 || (words[2] & 0xFFFFFFFF) == 0 ||
 		(words[2] & 0xFFFFFFFF) > DM_TREE_MAX_MEMNODES || words[0] == 0)
 	{
@@ -201,6 +226,12 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 		return DM_ERR_CORRUPT;
 	}
 	set_geometry(t, 1u << size_log2);
+	t->leaf_hop = format == DM_TREE_FORMAT_HOP ? (int) ((leaf >> 8) & 0xFF) : 0;
+	if (t->leaf_hop > t->leaf_cap)
+	{
+		free(t);
+		return DM_ERR_CORRUPT;
+	}
 	t->placement_level = (int) (words[1] & 0xFF);
 	t->nmemnodes = (int) (words[2] & 0xFFFFFFFF);
 	if ((words[2] >> 32) != 0)
@@ -267,6 +298,14 @@ uint32_t
 dm_tree_node_size(const dm_tree *t)
 {
 	return t->node_size;
+}
+
+int
+dm_tree_leaf_format(const dm_tree *t, int *neighborhood)
+{
+	if (neighborhood)
+		*neighborhood = t->leaf_hop;
+	return t->leaf_hop ? DM_LEAF_HOPSCOTCH : DM_LEAF_SORTED;
 }
 
 uint64_t

@@ -17,6 +17,7 @@
 
 #define DM_TREE_META_MAGIC UINT64_C(0x444D5452)	/* "DMTR" */
 #define DM_TREE_FORMAT 1
+#define DM_TREE_FORMAT_HOP 2	/* leaves are hopscotch leaves (meta word 14): older builds refuse */
 #define DM_TREE_MAX_LEVELS 16
 
 /* This handle's current grant of nodes on one memnode (dm_tree_alloc.c). */
@@ -36,6 +37,7 @@ struct dm_tree
 	uint16_t	home;
 	uint32_t	node_size;
 	int			leaf_cap;
+	int			leaf_hop;		/* new leaves are hopscotch leaves with this neighbourhood; 0 = sorted */
 	int			inner_cap;
 	int			placement_level;	/* M */
 	int			nmemnodes;
@@ -133,6 +135,13 @@ typedef struct dm_wlock
 	uint32_t	frame;			/* DM_FRAME_NONE: not cached */
 	int			remote;			/* the remote lock is held too */
 	uint64_t	held;			/* its value (dm_node_lock) */
+	/*
+	 * A hopscotch leaf's write may store only bytes [part_lo, part_hi) of
+	 * its buckets (with the header's checksum and count): set by the
+	 * writer after it changed the copy; 0, 0 = the whole node.
+	 */
+	uint32_t	part_lo;
+	uint32_t	part_hi;
 } dm_wlock;
 
 /*
@@ -222,10 +231,15 @@ extern int	dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held);
  * its lock released, in this order (sealing each: version and checksum),
  * fenced by the version buf was read with (dm_tree_io.c): DM_TREE_STALE if
  * the node had changed since, and then nothing of it was written.  When
- * everything is on one memnode this is a single round trip.
+ * everything is on one memnode this is a single round trip.  A hopscotch
+ * leaf written without new nodes stores only bytes [part_lo, part_hi) of
+ * its buckets when part_hi > part_lo (the rest is unchanged: the guard
+ * proves remote memory is our copy's version), and bytes [16, 32)
+ * (checksum, count).
  */
 extern int	dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
-								 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs);
+								 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs,
+								 uint32_t part_lo, uint32_t part_hi);
 
 /* dm_tree_redo.c */
 /* Give this handle's redo slots back (dm_tree_alloc_release does, between operations). */
@@ -259,6 +273,13 @@ extern void dm_tree_redo_abandon(dm_tree *t, int i);
  */
 extern int	dm_node_fetch(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx,
 						  void *buf, uint32_t *frame);
+/*
+ * For a reader that can make do with part of the leaf at addr (hopscotch
+ * lookups): 1 with a whole copy in buf if the cache holds the leaf or its
+ * policy admits it now (read and admitted), 0 if neither (a miss is
+ * counted: the caller reads what it needs), else -status.
+ */
+extern int	dm_node_fetch_if_cached(dm_tree *t, dm_gaddr addr, dm_fetch_ctx ctx, void *buf);
 /* Lock a node for writing (the node is expected at `level`); buf gets it. */
 extern int	dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx,
 						  void *buf, dm_wlock *wl);
@@ -290,11 +311,14 @@ extern void dm_tree_wlog_free(dm_tree *t);
  * high-water mark, 10 fence directory (dm_tree_writer.c), 11 removal
  * horizon (dm_tree_replica.c), 12 the reuse list of reclaimed nodes
  * (dm_tree_reclaim.c), 13 the count of redo slots ever tagged (their tags,
- * dm_tree_io.c), 14-15 unused (zero).
+ * dm_tree_io.c), 14 the leaf format (0: sorted; else DM_LEAF_HOPSCOTCH in
+ * bits 0-7 and the neighbourhood in bits 8-15, with format field 2 in word
+ * 1), 15 unused (zero).
  */
 #define DM_META_WORD_ADDR(t, k) ((t)->info.meta_addr + 8 * ((k) - 1))
 #define DM_META_HORIZON 11
 #define DM_META_REDO_TAGS 13
+#define DM_META_LEAF 14
 
 /* dm_tree_replica.c */
 /*
@@ -431,16 +455,29 @@ dm_tree_offload_release(dm_tree *t)
 	t->off_hooks = NULL;
 }
 
+/* dm_tree_hop.c */
+/*
+ * dm_tree_lookup in a tree of hopscotch leaves: *done = 1 if answered
+ * from one neighbourhood read (or a cached leaf), else 0 and the caller
+ * reads whole leaves (the iterator).
+ */
+extern int	dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, int *done);
+
 /* dm_tree_descend.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */
 extern int	dm_tree_descend(dm_tree *t, dm_entry e, int level, dm_gaddr *addr, void *buf);
 /* Like descend, but to the leaf holding the greatest entry < e. */
 extern int	dm_tree_descend_before(dm_tree *t, dm_entry e, dm_gaddr *addr, void *buf);
 /*
- * Both of the above (before: to the left of e), and the writers' descent
- * (no_read: the address only, *out_ctx where it was reached from; a root
- * whose split never got its new root is grown first).
+ * Both of the above (before: to the left of e), and the descent to an
+ * address (no_read: the address of the node at `level` only, *out_ctx where
+ * it was reached from; DM_DESCEND_WRITER: a root whose split never got its
+ * new root is grown first; DM_DESCEND_READER: a reader's, which changes
+ * nothing).  When the node at `level` is the root, it is read (into buf)
+ * and out_ctx is left as it was.
  */
+#define DM_DESCEND_WRITER 1
+#define DM_DESCEND_READER 2
 extern int	dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 								 dm_gaddr *out_addr, void *buf, dm_fetch_ctx *out_ctx);
 /* Install a new root above `root` (copy rootbuf), which no longer spans the key space. */

@@ -342,7 +342,8 @@ dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held)
 
 static int
 write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
-			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
+			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs,
+			uint32_t part_lo, uint32_t part_hi)
 {
 	dm_op		ops[16];
 	int			n = 0, g, f, sg = -1, ri = -1, hw = -1;
@@ -435,7 +436,15 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		if (dm_gaddr_node(new_addrs[i]) == dm_gaddr_node(addr))
 			dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
 	/* from the checksum on (lock and version words are the ops'), then clean */
-	dm_op_write(&ops[n++], addr + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
+	if (nnew == 0 && part_hi > part_lo && part_lo >= DM_NODE_HEADER && part_hi <= t->node_size &&
+		(NODE_HDR(buf)->flags & DM_NODE_HOP))
+	{
+		/* a hopscotch leaf: checksum and count, and the buckets that changed */
+		dm_op_write(&ops[n++], addr + 16, (uint8_t *) buf + 16, 16);
+		dm_op_write(&ops[n++], addr + part_lo, (uint8_t *) buf + part_lo, part_hi - part_lo);
+	}
+	else
+		dm_op_write(&ops[n++], addr + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
 	dm_op_write(&ops[n++], addr + 8, &NODE_HDR(buf)->version, 8);
 	if (sg >= 0)
 		dm_op_atomic(&ops[n++], DM_OP_CAS, DM_LOCK_REDO_SLOT(held), t->redo_tag[ri] | DM_REDO_BUSY,
@@ -491,7 +500,8 @@ fenced:
 
 int
 dm_node_write_unlock(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
-					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs)
+					 int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs,
+					 uint32_t part_lo, uint32_t part_hi)
 {
-	return write_nodes(t, addr, buf, held, nnew, new_addrs, new_bufs);
+	return write_nodes(t, addr, buf, held, nnew, new_addrs, new_bufs, part_lo, part_hi);
 }

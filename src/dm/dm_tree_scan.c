@@ -13,10 +13,15 @@
  * skipped, so an entry is never returned twice or out of order whatever
  * splits happen meanwhile; an entry present for the whole scan is in one of
  * the copies we read, so it is never missed.
+ *
+ * A hopscotch leaf (dm_hop.h) is read whole like any leaf, and its copy is
+ * turned into the sorted image of its entries (dm_hop_sorted_view) as soon
+ * as it is read, so the iterator works on sorted copies only.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "dm_hop.h"
 #include "dm_tree_int.h"
 
 #define MAX_WALK 100000
@@ -91,12 +96,14 @@ dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
 	{
 		if ((rc = dm_tree_descend(t, r->lo, 0, &it->addr, it->buf)) != DM_OK)
 			goto fail;
+		dm_hop_sorted_view(it->buf);
 		it->pos = dm_leaf_lower_bound(it->buf, r->lo);
 	}
 	else
 	{
 		if ((rc = dm_tree_descend(t, r->hi, 0, &it->addr, it->buf)) != DM_OK)
 			goto fail;
+		dm_hop_sorted_view(it->buf);
 		it->pos = dm_leaf_lower_bound(it->buf, r->hi);
 		/* the entry equal to hi, if any, is at pos: start there; else just before */
 		if (!(it->pos < NODE_HDR(it->buf)->count &&
@@ -146,6 +153,7 @@ step_right(dm_iter *it)
 		if ((rc = dm_tree_descend(t, high, 0, &right, it->buf)) != DM_OK)
 			return rc;
 	}
+	dm_hop_sorted_view(it->buf);
 	it->addr = right;
 	it->pos = 0;
 	return DM_OK;
@@ -174,6 +182,7 @@ step_left(dm_iter *it)
 				break;			/* not a left neighbour at all */
 			if (dm_entry_cmp(h->high, low) == 0)
 			{
+				dm_hop_sorted_view(it->buf);
 				it->addr = addr;
 				it->pos = h->count - 1;
 				return DM_OK;
@@ -188,6 +197,7 @@ step_left(dm_iter *it)
 	/* no usable hint: descend to the leaf holding the greatest entry < low */
 	if ((rc = dm_tree_descend_before(t, low, &it->addr, it->buf)) != DM_OK)
 		return rc;
+	dm_hop_sorted_view(it->buf);
 	it->pos = NODE_HDR(it->buf)->count - 1;
 	return DM_OK;
 }
@@ -288,6 +298,14 @@ dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 	*n = 0;
 	if (dm_offload_wanted(t))
 		return t->off_hooks->lookup(t, key, tids, max, n);
+	/* hopscotch leaves: one neighbourhood read (a replica reads whole leaves: the horizon) */
+	if (t->leaf_hop && !t->replica && !t->exec_active)
+	{
+		int			done;
+
+		if ((rc = dm_tree_hop_lookup(t, key, tids, max, n, &done)) != DM_OK || done)
+			return rc;
+	}
 	if ((rc = dm_iter_open(t, &r, &it)) != DM_OK)
 		return rc;
 	/* *n counts them all, so a caller whose array was too small can tell */

@@ -12,12 +12,15 @@
  * whose left neighbour has not yet taken its range (a reclaimer stopped
  * mid-unlink, dm_tree_reclaim.c).  Verify also checks the tree's reuse
  * list: dead empty leaves the walk did not reach, each listed once.
+ * Leaves must have the tree's format; a hopscotch leaf's table is checked
+ * (dm_hop_check), then its entries like a sorted leaf's.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dm_hop.h"
 #include "dm_tree_int.h"
 
 typedef struct walk
@@ -72,7 +75,26 @@ check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
 {
 	const dm_node_hdr *h = NODE_HDR(buf);
 	int			n = h->count;
+	_Alignas(8) uint8_t sorted[DM_NODE_MAX];
 
+	if (h->level == 0 && level == 0 && (dm_hop_is(buf) ? h->hop_h != w->t->leaf_hop : w->t->leaf_hop != 0))
+		return problem(w, "leaf 0x%llx is a %s leaf (neighbourhood %d) in a tree of %s leaves (neighbourhood %d)",
+						(unsigned long long) addr, dm_hop_is(buf) ? "hopscotch" : "sorted", h->hop_h,
+						w->t->leaf_hop ? "hopscotch" : "sorted", w->t->leaf_hop);
+	if (h->level == 0 && level == 0 && dm_hop_is(buf))
+	{
+		char		why[200];
+
+		if (dm_hop_check(buf, why, sizeof(why)) != 0)
+			return problem(w, "hopscotch leaf 0x%llx: %s", (unsigned long long) addr, why);
+		if (w->st)
+			w->st->hop_overflow_homes += (uint64_t) dm_hop_overflowed_homes(buf);
+		/* then its entries as the sorted leaf they make */
+		memcpy(sorted, buf, w->t->node_size);
+		dm_hop_sorted_view(sorted);
+		buf = sorted;
+		h = NODE_HDR(buf);
+	}
 	if (h->level != level)
 		return problem(w, "node 0x%llx is at level %d, expected %d", (unsigned long long) addr, h->level, level);
 	if (h->flags & DM_NODE_DEAD)

@@ -682,8 +682,9 @@ dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 	{
 		dm_op	   *op = &ops[cn->idx[k]];
 
-		/* ops run in order: only reads may overlap each other */
-		if (k > 0 && !(op->kind == DM_OP_READ && ops[cn->idx[k - 1]].kind == DM_OP_READ))
+		/* ops run in order: only reads may overlap each other (unless told not to) */
+		if (k > 0 && (!(op->kind == DM_OP_READ && ops[cn->idx[k - 1]].kind == DM_OP_READ) ||
+					  (op->flags & DM_OPF_ORDERED)))
 			U.ucp_worker_fence(c->ucx_worker);
 		if (op->kind == DM_OP_WRITE)
 		{

@@ -88,6 +88,7 @@ new_tree(dm_client *c, const char *name, uint32_t ns)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = ns;
+	test_tree_leaf_opts(&opts);
 	if (dm_tree_create_new(c, 1, &tn, &opts, &t) != DM_OK)
 		return NULL;
 	return t;

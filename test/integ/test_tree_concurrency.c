@@ -31,6 +31,12 @@
  *     are stable ones), and that every stable entry in the range is
  *     returned (present for the whole scan, so it must not be missed);
  *     they also look stable entries up.
+ *   - point keys (one tid each, above the shared range): stable ones on
+ *     even keys, and each writer toggles its own odd ones; lookups of them
+ *     must return exactly the stable tid, or the writer's one tid iff its
+ *     model has it.  On a tree of hopscotch leaves (TREE_LEAF_FORMAT) these
+ *     are the lookups that read one neighbourhood while other writers hop
+ *     entries around in the same leaf: the torn-read test of that path.
  *   Afterwards dm_tree_verify passes and the tree holds exactly the stable
  *   entries plus the union of the writers' final sets, in full forward and
  *   backward scans.
@@ -66,10 +72,13 @@
 #define KEY_STEP 4
 #define WTIDS 48				/* tids per writer per key */
 #define OWNER_SHIFT 40
-#define MAXFINAL (NKEYS * WTIDS + 64 * WTIDS)	/* a writer's entries at most (incl. NULLs) */
+#define MAXFINAL (NKEYS * WTIDS + 64 * WTIDS + NPOINT)	/* a writer's entries at most (incl. NULLs) */
 #define NODE_SIZE 256
 #define HOT_FIRST 300			/* keys HOT_FIRST .. HOT_FIRST + HOT_KEYS - 1 get 30% of the writes */
 #define HOT_KEYS 2
+#define NPOINT 240				/* point keys: POINT_BASE + i * KEY_STEP, one tid each */
+#define POINT_BASE (NKEYS * KEY_STEP + 1000)
+#define POINT_TID 200000		/* stable point entries: tid POINT_TID + i (owner 0) */
 
 typedef struct tcfg
 {
@@ -112,6 +121,8 @@ build_stable(model *st)
 	}
 	for (uint64_t i = 0; i < 16; i++)
 		m_insert(st, dm_entry_null(i));
+	for (uint64_t i = 0; i < NPOINT; i += 2)
+		m_insert(st, dm_entry_make(POINT_BASE + i * KEY_STEP, POINT_TID + i));
 }
 
 static uint64_t
@@ -205,6 +216,36 @@ own_batch(int w, dm_entry *b, int maxn)
 	return sort_unique(b, n);
 }
 
+/* Writer w's point entries: odd point keys i with (i / 2) % NW == w - 1, tid owner w. */
+static dm_entry
+own_point(int w)
+{
+	uint64_t	i = 2 * ((uint64_t) (w - 1) + NW * rnd_below(NPOINT / 2 / NW)) + 1;
+
+	return dm_entry_make(POINT_BASE + i * KEY_STEP, (uint64_t) w << OWNER_SHIFT);
+}
+
+/*
+ * Look a point key up: its one tid if present (the stable one on even
+ * keys, the writer's on odd ones), checked against want (1 = present with
+ * tid, 0 = absent).  0 if it matched, else 1 with the failure in rep.
+ */
+static int
+check_point(dm_tree *t, child_report *rep, const char *who, uint64_t key, uint64_t tid, int want)
+{
+	uint64_t	tids[4];
+	int			n = -1;
+	int			rc = dm_tree_lookup(t, key, tids, 4, &n);
+
+	if (rc != DM_OK || n != want || (n == 1 && tids[0] != tid))
+	{
+		cfail(rep, "%s: lookup of point key %" PRIu64 ": %s, %d tids (first %" PRIu64 "), want %d (tid %" PRIu64 ") %s",
+			  who, key, dm_strerror(rc), n, n > 0 ? tids[0] : 0, want, tid, dm_tree_error(t));
+		return 1;
+	}
+	return 0;
+}
+
 static int
 writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_fd)
 {
@@ -248,6 +289,24 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 		int			r = (int) rnd_below(100);
 
 		rep->ops++;
+		if (rnd_below(4) == 0)
+		{
+			/* a point key: toggle one of ours, then look up one of ours and a stable one */
+			dm_entry	e = own_point(w);
+			int			existed = -1,
+						want = m_has(&mine, e);
+			uint64_t	si = 2 * rnd_below(NPOINT / 2);
+
+			rc = want ? dm_tree_delete(t, e, &existed) : dm_tree_insert(t, e, &existed);
+			if (rc != DM_OK || existed != want)
+				cfail(rep, "%s op %d: %s point %s: %s existed=%d, model %d %s", who, op, want ? "delete" : "insert",
+					  E(e), dm_strerror(rc), existed, want, terr(t));
+			want ? m_delete(&mine, e) : m_insert(&mine, e);
+			e = own_point(w);
+			check_point(t, rep, who, e.key, e.tid, m_has(&mine, e));
+			check_point(t, rep, who, POINT_BASE + si * KEY_STEP, POINT_TID + si, 1);
+			continue;
+		}
 		if (r < 35)
 		{
 			dm_entry	e = own_entry(w);
@@ -534,6 +593,9 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 			rc = dm_tree_lookup(t, se.key, tids, (int) (sizeof(tids) / sizeof(tids[0])), &n);
 			for (int j = 0; rc == DM_OK && j < n; j++)
 				hits += tids[j] == se.tid;
+			if (rc == DM_OK && se.key >= POINT_BASE && n != 1)
+				cfail(rep, "%s: lookup(point %" PRIu64 ") while writers run: %d tids, want just stable tid %" PRIu64,
+					  who, se.key, n, se.tid);
 			if (rc != DM_OK || hits != 1)
 				cfail(rep, "%s: lookup(%" PRIu64 ") while writers run: %s, stable tid %" PRIu64 " seen %d times %s",
 					  who, se.key, dm_strerror(rc), se.tid, hits, terr(t));
@@ -584,6 +646,10 @@ run_scenario(const tcfg *cf)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = NODE_SIZE;
+	test_tree_leaf_opts(&opts);
+	/* 10-bucket leaves: a neighbourhood of 4 makes entries hop and overflow (TREE_NEIGHBORHOOD overrides) */
+	if (opts.leaf_format == DM_LEAF_HOPSCOTCH && opts.neighborhood == 0)
+		opts.neighborhood = 4;
 	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "%s: create tree (256-byte nodes)", cf->name))
 	{
 		dm_client_destroy(c);
@@ -675,6 +741,9 @@ run_scenario(const tcfg *cf)
 		tot.splits += r->ctr.splits;
 		tot.root_grows += r->ctr.root_grows;
 		tot.restarts += r->ctr.restarts;
+		tot.hop_reads += r->ctr.hop_reads;
+		tot.hop_retries += r->ctr.hop_retries;
+		tot.hop_fallbacks += r->ctr.hop_fallbacks;
 		offloads += r->off.offloads;
 		fallbacks += r->off.fallbacks;
 	}
@@ -689,6 +758,14 @@ run_scenario(const tcfg *cf)
 			 " lock retries, %" PRIu64 " splits, %" PRIu64 " root grows, %" PRIu64 " restarts, %" PRIu64 " takeovers",
 			 cf->name, tot.node_reads, tot.read_retries, tot.lock_retries, tot.splits, tot.root_grows, tot.restarts,
 			 tot.lock_takeovers);
+	if (dm_tree_leaf_format(t, NULL) == DM_LEAF_HOPSCOTCH)
+	{
+		tap_diag("%s: hopscotch: %" PRIu64 " lookups read one neighbourhood, %" PRIu64 " such reads did not validate "
+				 "(torn or mid-write) and were redone, %" PRIu64 " lookups read whole leaves",
+				 cf->name, tot.hop_reads, tot.hop_retries, tot.hop_fallbacks);
+		CHECK(tot.hop_reads > 0, "%s: lookups read neighbourhoods while writers hopped entries (%" PRIu64 ")",
+			  cf->name, tot.hop_reads);
+	}
 	/* nobody died holding a lock, so a takeover means a lock was held (leaked) for lock_timeout_ms */
 	CHECK(tot.lock_takeovers == 0, "%s: no lock was taken over (%" PRIu64 ")", cf->name, tot.lock_takeovers);
 	CHECK(tot.splits > 0, "%s: the workload split nodes (%" PRIu64 " splits)", cf->name, tot.splits);

@@ -73,6 +73,7 @@ make_tree(dm_client *c, const char *name, uint32_t node_size, dm_tree_name *tn)
 
 	memset(&o, 0, sizeof(o));
 	o.node_size = node_size;
+	test_tree_leaf_opts(&o);
 	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
 	dm_tree_name_named(tn, name);
 	dm_tree_drop(c, 1, tn, NULL);

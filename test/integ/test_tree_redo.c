@@ -100,6 +100,7 @@ setup(const dm_tree_name *tn)
 		return 0;
 	memset(&o, 0, sizeof(o));
 	o.node_size = NODE_SIZE;
+	test_tree_leaf_opts(&o);
 	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
 	rc = dm_tree_create_new(c, 1, tn, &o, &t);
 	for (int k = 0; k < 2 * FILL && rc == DM_OK; k += 2)

@@ -213,6 +213,7 @@ run_transport(int backend, const char *tname)
 		return;
 	dm_tree_name_named(&tn, label);
 	opts.node_size = NODE_SIZE;
+	test_tree_leaf_opts(&opts);
 	CHECK_STATUS(dm_tree_create_new(wc, HOME, &tn, &opts, &w), DM_OK, "%s: create", tname);
 	for (int i = 0; i < NKEYS; i++)
 		init[i] = dm_entry_make((uint64_t) i * 4, STABLE_TID);
@@ -481,6 +482,7 @@ horizon_through_cache(int backend, const char *tname)
 		return;
 	dm_tree_name_named(&tn, label);
 	opts.node_size = NODE_SIZE;
+	test_tree_leaf_opts(&opts);
 	CHECK_STATUS(dm_tree_create_new(wc, HOME, &tn, &opts, &w), DM_OK, "%s: create", tname);
 	for (uint64_t i = 0; i < 2000 && w; i++)
 		if (dm_tree_insert(w, dm_entry_make(i, 1), NULL) != DM_OK)

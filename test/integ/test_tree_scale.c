@@ -256,6 +256,7 @@ main(void)
 	dm_tree_name_named(&tn, "scale");
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = 1024;
+	test_tree_leaf_opts(&opts);
 	opts.placement_level = PLACEMENT_LEVEL;
 	opts.nmemnodes = 2;
 	opts.memnodes[0] = 1;

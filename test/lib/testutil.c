@@ -37,6 +37,7 @@
 
 #include "dm_client.h"
 #include "dm_offload.h"
+#include "dm_tree.h"
 #include "dm_types.h"
 
 /* ---- TAP --------------------------------------------------------------- */
@@ -546,6 +547,30 @@ test_offload_mode(void)
 	int			mode = m ? dm_offload_mode_parse(m) : DM_OFFLOAD_OFF;
 
 	return mode < 0 ? DM_OFFLOAD_OFF : mode;
+}
+
+int
+test_tree_leaf_opts(dm_tree_opts *opts)
+{
+	const char *f = getenv("TREE_LEAF_FORMAT");
+	const char *h = getenv("TREE_NEIGHBORHOOD");
+
+	if (f == NULL || *f == '\0' || strcmp(f, "sorted") == 0)
+		return 0;
+	if (strcmp(f, "hopscotch") != 0)
+		return -1;
+	opts->leaf_format = DM_LEAF_HOPSCOTCH;
+	if (h && *h)
+		opts->neighborhood = atoi(h);
+	return 0;
+}
+
+const char *
+test_leaf_format_name(void)
+{
+	const char *f = getenv("TREE_LEAF_FORMAT");
+
+	return f && strcmp(f, "hopscotch") == 0 ? "hopscotch" : "sorted";
 }
 
 int

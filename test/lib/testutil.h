@@ -198,4 +198,15 @@ extern int	test_tree_offload(struct dm_tree *t, int idx);
 /* The mode TREE_OFFLOAD asks for (0 = off). */
 extern int	test_offload_mode(void);
 
+/*
+ * The leaf format as a parameter of the tree tests:
+ * TREE_LEAF_FORMAT=sorted|hopscotch (default sorted) and, for hopscotch,
+ * TREE_NEIGHBORHOOD=H (default: the tree's).  test_tree_leaf_opts sets
+ * them in opts (before dm_tree_create_new); -1 if the variables are
+ * malformed.  test_leaf_format_name: "sorted" or "hopscotch", for labels.
+ */
+struct dm_tree_opts;
+extern int	test_tree_leaf_opts(struct dm_tree_opts *opts);
+extern const char *test_leaf_format_name(void);
+
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dm_client.h"
+#include "dm_hop.h"
 #include "dm_node.h"
 #include "dm_offload.h"			/* the tree's node struct and dm_node_seal: for sealed corruption */
 #include "dm_region.h"
@@ -274,6 +275,7 @@ run_corrupt(const tcfg *cf)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = ns;
+	test_tree_leaf_opts(&opts);
 	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "corrupt %s: create", cf->name))
 		goto out_client;
 	/* keys 0..1999 with tid 1: key 0 is in the leftmost leaf, 1999 in the rightmost */
@@ -407,6 +409,108 @@ vd_case(dm_gaddr addr, const uint8_t *orig, uint8_t *mod, uint32_t ns, const cha
 		  dm_strerror(rc), msg);
 }
 
+/* The bucket of the k-th used bucket of a hopscotch leaf (-1: fewer). */
+static int
+hop_used_bucket(const uint8_t *buf, uint32_t ns, int k)
+{
+	for (int i = 0; i < dm_hop_nb(ns); i++)
+		if (dm_hop_used(&HOP_BUCKETS(buf)[i]) && k-- == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * A bucket of a hopscotch leaf outside the neighbourhood at home, a free
+ * one if there is one (-1: none); *used tells which it is.
+ */
+static int
+hop_far_bucket(const uint8_t *buf, uint32_t ns, int home, int *used)
+{
+	int			H = NODE_HDR(buf)->hop_h;
+	int			any = -1;
+
+	for (int i = 0; i < dm_hop_nb(ns); i++)
+		if (i < home || i >= home + H)
+		{
+			if (!dm_hop_used(&HOP_BUCKETS(buf)[i]))
+			{
+				*used = 0;
+				return i;
+			}
+			any = i;
+		}
+	*used = any >= 0;
+	return any;
+}
+
+/* The leaf cases for a tree of hopscotch leaves (dm_hop.h): the table's own invariants too. */
+static void
+vd_hop_cases(dm_gaddr a1, const uint8_t *l1, uint8_t *mod, uint32_t ns)
+{
+	int			b0 = hop_used_bucket(l1, ns, 0),
+				b1 = hop_used_bucket(l1, ns, 1);
+	dm_entry   *B = HOP_BUCKETS(mod);
+
+	if (!CHECK(b0 >= 0 && b1 >= 0, "verify %s: the hopscotch leaf has two entries", vd_name))
+		return;
+
+	memcpy(mod, l1, ns);
+	B[b0].key = NODE_HDR(mod)->high.key;
+	B[b0].tid = NODE_HDR(mod)->high.tid | (B[b0].tid & DM_HOP_OVF);
+	vd_case(a1, l1, mod, ns, "a leaf entry equal to its high fence");
+
+	memcpy(mod, l1, ns);
+	B[b0].key = NODE_HDR(mod)->low.key - 1;
+	vd_case(a1, l1, mod, ns, "a leaf entry below its low fence");
+
+	memcpy(mod, l1, ns);
+	B[b0].tid |= DM_TID_NULL;
+	vd_case(a1, l1, mod, ns, "a NULL-flagged tid on a non-NULL key (a bucket neither empty nor used)");
+
+	memcpy(mod, l1, ns);
+	NODE_HDR(mod)->count--;
+	vd_case(a1, l1, mod, ns, "a hopscotch leaf whose count is not its used buckets");
+
+	/*
+	 * The same entry twice, the copy outside its neighbourhood with the
+	 * home flagged; then moved there with the home not flagged (a lookup
+	 * would miss it).  The bucket it goes to may hold an entry (a full
+	 * leaf): that one is lost, which verify cannot see, and counted out.
+	 */
+	memcpy(mod, l1, ns);
+	{
+		int			home = dm_hop_home(B[b0].key, dm_hop_nb(ns), NODE_HDR(mod)->hop_h);
+		int			used = 0;
+		int			f = hop_far_bucket(mod, ns, home, &used);
+
+		if (CHECK(f >= 0, "verify %s: a bucket outside a neighbourhood", vd_name))
+		{
+			B[f].key = B[b0].key;
+			B[f].tid = (B[b0].tid & ~DM_HOP_OVF) | (B[f].tid & DM_HOP_OVF);
+			B[home].tid |= DM_HOP_OVF;
+			NODE_HDR(mod)->count += used ? 0 : 1;
+			vd_case(a1, l1, mod, ns, "one entry in two buckets");
+
+			memcpy(mod, l1, ns);
+			B[f].key = B[b0].key;
+			B[f].tid = (B[b0].tid & ~DM_HOP_OVF) | (B[f].tid & DM_HOP_OVF);
+			B[b0].key = 0;
+			B[b0].tid = DM_TID_NULL | (B[b0].tid & DM_HOP_OVF);
+			B[home].tid &= ~DM_HOP_OVF;
+			NODE_HDR(mod)->count -= used ? 1 : 0;
+			vd_case(a1, l1, mod, ns, "an entry outside its neighbourhood with its home not flagged");
+		}
+	}
+
+	memcpy(mod, l1, ns);
+	NODE_HDR(mod)->hop_h = (uint8_t) (NODE_HDR(mod)->hop_h == 4 ? 5 : 4);
+	vd_case(a1, l1, mod, ns, "a hopscotch leaf with another neighbourhood than the tree's");
+
+	memcpy(mod, l1, ns);
+	dm_hop_sorted_view(mod);
+	vd_case(a1, l1, mod, ns, "a sorted leaf in a tree of hopscotch leaves");
+}
+
 void
 run_verify_detects(const tcfg *cf)
 {
@@ -437,6 +541,10 @@ run_verify_detects(const tcfg *cf)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = ns;
+	test_tree_leaf_opts(&opts);
+	/* 256-byte leaves have 10 buckets: a neighbourhood of 4 leaves room outside it (vd_hop_cases) */
+	if (opts.leaf_format == DM_LEAF_HOPSCOTCH)
+		opts.neighborhood = 4;
 	vd_t = NULL;
 	if (!CHECK_STATUS(dm_tree_create_new(vd_c, 1, &tn, &opts, &vd_t), DM_OK, "verify %s: create", cf->name))
 	{
@@ -473,26 +581,39 @@ run_verify_detects(const tcfg *cf)
 			   "verify %s: a level-1 node with >= 3 children and its first two leaves found", cf->name))
 		goto out;
 
-	memcpy(mod, l1, ns);
+	if (dm_hop_is(l1))
+		vd_hop_cases(a1, l1, mod, ns);
+	else
 	{
-		dm_entry	x = LEAF_ENTS(mod)[0];
+		memcpy(mod, l1, ns);
+		{
+			dm_entry	x = LEAF_ENTS(mod)[0];
 
-		LEAF_ENTS(mod)[0] = LEAF_ENTS(mod)[1];
-		LEAF_ENTS(mod)[1] = x;
+			LEAF_ENTS(mod)[0] = LEAF_ENTS(mod)[1];
+			LEAF_ENTS(mod)[1] = x;
+		}
+		vd_case(a1, l1, mod, ns, "two leaf entries out of order");
+
+		memcpy(mod, l1, ns);
+		LEAF_ENTS(mod)[NODE_HDR(mod)->count - 1] = NODE_HDR(mod)->high;
+		vd_case(a1, l1, mod, ns, "a leaf entry equal to its high fence");
+
+		memcpy(mod, l1, ns);
+		LEAF_ENTS(mod)[0] = dm_entry_make(NODE_HDR(mod)->low.key - 1, 1);
+		vd_case(a1, l1, mod, ns, "a leaf entry below its low fence");
+
+		memcpy(mod, l1, ns);
+		LEAF_ENTS(mod)[0].tid |= DM_TID_NULL;
+		vd_case(a1, l1, mod, ns, "a NULL-flagged tid on a non-NULL key");
+
+		/* a sorted leaf in a tree of sorted leaves must not look like a hopscotch one */
+		memcpy(mod, l1, ns);
+		NODE_HDR(mod)->flags |= DM_NODE_HOP;
+		NODE_HDR(mod)->hop_h = 4;
+		vd_case(a1, l1, mod, ns, "a hopscotch leaf in a tree of sorted leaves");
 	}
-	vd_case(a1, l1, mod, ns, "two leaf entries out of order");
-
-	memcpy(mod, l1, ns);
-	LEAF_ENTS(mod)[NODE_HDR(mod)->count - 1] = NODE_HDR(mod)->high;
-	vd_case(a1, l1, mod, ns, "a leaf entry equal to its high fence");
-
-	memcpy(mod, l1, ns);
-	LEAF_ENTS(mod)[0] = dm_entry_make(NODE_HDR(mod)->low.key - 1, 1);
-	vd_case(a1, l1, mod, ns, "a leaf entry below its low fence");
-
-	memcpy(mod, l1, ns);
-	LEAF_ENTS(mod)[0].tid |= DM_TID_NULL;
-	vd_case(a1, l1, mod, ns, "a NULL-flagged tid on a non-NULL key");
+	CHECK((dm_hop_is(l1) != 0) == (strcmp(test_leaf_format_name(), "hopscotch") == 0),
+		  "verify %s: the leaves have the format asked for (%s)", cf->name, test_leaf_format_name());
 
 	memcpy(mod, l1, ns);
 	NODE_HDR(mod)->left = 0;

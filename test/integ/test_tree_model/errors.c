@@ -115,6 +115,7 @@ run_errors(const tcfg *cf)
 	dm_tree_name_named(&tn, "errors-main");
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = 256;
+	test_tree_leaf_opts(&opts);
 	t = NULL;
 	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "errors: create errors-main"))
 	{
@@ -293,6 +294,7 @@ run_errors(const tcfg *cf)
 	dm_tree_name_named(&tn, "errors-locktimeout");
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = 256;
+	test_tree_leaf_opts(&opts);
 	opts.lock_timeout_ms = 300;
 	t = t2 = NULL;
 	if (CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "errors: create with lock_timeout_ms 300") &&
@@ -379,6 +381,7 @@ run_nospace(const tcfg *cf)
 	dm_tree_name_named(&tn, "nospace");
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = 256;
+	test_tree_leaf_opts(&opts);
 	if (!CHECK_STATUS(dm_tree_create_new(c, 2, &tn, &opts, &t), DM_OK, "nospace %s: create on memnode 2", cf->name))
 	{
 		dm_client_destroy(c);

@@ -283,6 +283,92 @@ phase_hot(dm_tree *t, model *m)
 	check_nofail("hot: deleting every other tid of the hot key matches the model");
 }
 
+/*
+ * Duplicates as PostgreSQL makes them (docs/design.md §5.1): one key with
+ * thousands of tids (spanning many leaves), and many keys each with more
+ * tids than a hopscotch neighbourhood holds (8), all in random order, some
+ * in sorted batches; lookups, contains and scans of the keys against the
+ * model, then every third entry deleted and the same again.  On a tree of
+ * hopscotch leaves the lookups must have taken both paths: one
+ * neighbourhood read (keys of few tids, checked first) and whole leaves.
+ */
+void
+phase_dups(dm_tree *t, model *m)
+{
+	int			nbig = scaled(4000);
+	int			nkeys = scaled(150) < 20 ? 20 : scaled(150);
+	uint64_t	big = DUP_KEY,
+				base = DUP_KEY + 16;
+	dm_tree_counters c0,
+				c1;
+	int			hop = dm_tree_leaf_format(t, NULL) == DM_LEAF_HOPSCOTCH;
+
+	dm_tree_get_counters(t, &c0);
+	/* keys of a single tid first: their lookups read one neighbourhood */
+	for (int k = 0; k < 40 && !failmsg[0]; k++)
+		op_insert(t, m, dm_entry_make(base - 12 + (uint64_t) k * 100000, 7));
+	for (int k = 0; k < 40 && !failmsg[0]; k++)
+		check_lookup(t, m, base - 12 + (uint64_t) k * 100000);
+	dm_tree_get_counters(t, &c1);
+	if (hop)
+		CHECK(c1.hop_reads > c0.hop_reads, "dups: lookups of single-tid keys read neighbourhoods (%" PRIu64 " of 40)",
+			  c1.hop_reads - c0.hop_reads);
+
+	for (int i = 0; i < nbig && !failmsg[0]; i++)
+	{
+		if (i % 500 == 250)
+		{
+			/* a sorted batch of the big key's tids now and then */
+			dm_entry	b[64];
+			uint64_t	tid = rnd_below(1u << 20) * 64;
+
+			for (int j = 0; j < 64; j++)
+				b[j] = dm_entry_make(big, tid + (uint64_t) j);
+			op_batch(t, m, b, 64, 1);
+		}
+		else
+			op_insert(t, m, dm_entry_make(big, rnd_below(1u << 26)));
+	}
+	for (int i = 0; i < nkeys * 20 && !failmsg[0]; i++)
+		op_insert(t, m, dm_entry_make(base + rnd_below((uint64_t) nkeys) * 3, rnd_below(1u << 20)));
+	check_lookup(t, m, big);
+	for (int k = 0; k < nkeys && !failmsg[0]; k++)
+		check_lookup(t, m, base + (uint64_t) k * 3);
+	for (int i = 0; i < 200 && !failmsg[0]; i++)
+		op_contains(t, m, dm_entry_make(rnd_below(2) ? big : base + rnd_below((uint64_t) nkeys) * 3, rnd_below(1u << 20)));
+	for (int i = 0; i < 3 && !failmsg[0]; i++)
+	{
+		dm_range	r = {dm_entry_make(big, 0), 1, dm_entry_make(base + (uint64_t) nkeys * 3, DM_TID_MAX), 1, i == 1};
+
+		if (i == 2)
+			r = (dm_range) {dm_key_lo(big, 1), 1, dm_key_hi(big, 1), 1, 1};
+		check_range(t, m, &r);
+	}
+	check_nofail("dups: %d tids of one key, %d keys of ~20 tids: inserts, lookups, contains, scans match", nbig, nkeys);
+
+	/* delete every third entry of those keys */
+	{
+		size_t		from = m_lower(m, dm_entry_make(big, 0)),
+					to = m_lower(m, dm_entry_make(base + (uint64_t) nkeys * 3, 0));
+		model		d = {0};
+
+		for (size_t i = from; i < to; i += 3)
+			m_insert(&d, m->e[i]);
+		for (size_t i = 0; i < d.n && !failmsg[0]; i++)
+			op_delete(t, m, d.e[i]);
+		m_free(&d);
+	}
+	check_lookup(t, m, big);
+	for (int k = 0; k < nkeys && !failmsg[0]; k++)
+		check_lookup(t, m, base + (uint64_t) k * 3);
+	check_nofail("dups: every third entry deleted: lookups match");
+	dm_tree_get_counters(t, &c1);
+	if (hop)
+		CHECK(c1.hop_fallbacks + c1.hop_whole > c0.hop_fallbacks + c0.hop_whole,
+			  "dups: lookups of keys past a neighbourhood read whole leaves (%" PRIu64 " through the iterator, "
+			  "%" PRIu64 " one leaf)", c1.hop_fallbacks - c0.hop_fallbacks, c1.hop_whole - c0.hop_whole);
+}
+
 /* Sorted batches of all shapes, including empty and single-entry ones. */
 void
 phase_batches(dm_tree *t, model *m, int nbatches)

@@ -56,6 +56,7 @@ run_model(const tcfg *cf, uint32_t ns)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = ns;
+	test_tree_leaf_opts(&opts);
 	rc = dm_tree_create_new(c, 1, &tn, &opts, &t);
 	if (!CHECK_STATUS(rc, DM_OK, "%s: create tree", label))
 	{
@@ -95,6 +96,9 @@ run_model(const tcfg *cf, uint32_t ns)
 
 	phase_hot(t, &m);
 	check_all(t, &m, "after hot keys");
+
+	phase_dups(t, &m);
+	check_all(t, &m, "after duplicates");
 
 	phase_batches(t, &m, scaled(300 * big));
 	check_all(t, &m, "after batches");
@@ -198,6 +202,7 @@ run_bulk(const tcfg *cf, uint32_t ns, int ff, size_t n)
 	dm_tree_name_named(&tn, name);
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = ns;
+	test_tree_leaf_opts(&opts);
 	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "%s: create", label))
 	{
 		dm_client_destroy(c);

@@ -35,6 +35,7 @@ typedef struct tcfg
 #define KEY_BASE 1000
 #define KEY_STRIDE 8
 #define HOT_KEY (KEY_BASE + 77 * KEY_STRIDE)
+#define DUP_KEY (UINT64_C(1) << 40)	/* phase_dups: far from the random keys */
 
 /* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
@@ -69,6 +70,7 @@ extern int op_delete(dm_tree *t, model *m, dm_entry e);
 extern int op_contains(dm_tree *t, const model *m, dm_entry e);
 extern int phase_random(dm_tree *t, model *m, int nops, int pi, int pd);
 extern void phase_hot(dm_tree *t, model *m);
+extern void phase_dups(dm_tree *t, model *m);
 extern void phase_batches(dm_tree *t, model *m, int nbatches);
 extern void phase_scan_interleaved(dm_tree *t, model *m, int nscans);
 extern void phase_drain(dm_tree *t, model *m, const char *label);

@@ -1,0 +1,177 @@
+/*
+ * test_hop.c — unit tests of the hopscotch leaf table (dm_hop.c), no
+ * memnode needed: random inserts and deletes on one leaf against a sorted
+ * model, with every neighbourhood size and leaf size, keys that collide on
+ * one home and keys with more entries than a neighbourhood holds.  After
+ * every change: the table passes dm_hop_check (entries outside their
+ * neighbourhood only under a flagged home, count right, empty buckets
+ * empty), its entries in order are exactly the model's, every entry is
+ * found, and the buckets reported changed are the only ones that differ
+ * from before (what the partial write stores).  A hopscotch leaf validates
+ * and its checksum covers every bucket; the sorted view equals the model.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_hop.h"
+#include "entrymodel.h"
+#include "testutil.h"
+
+static int
+run_case(uint32_t ns, int H, uint64_t nkeys, int rounds)
+{
+	uint8_t    *buf = aligned_alloc(8, ns),
+			   *before = aligned_alloc(8, ns);
+	dm_entry	got[DM_NODE_MAX / sizeof(dm_entry)];
+	model		m = {0};
+	int			nb = dm_hop_nb(ns),
+				bad = 0,
+				ovf = 0;
+	char		why[200] = "";
+
+	dm_node_init(buf, ns, 0, 77, DM_ENTRY_MIN, DM_ENTRY_INF);
+	dm_hop_init(buf, H);
+	for (int r = 0; r < rounds && !bad; r++)
+	{
+		int			ins = m.n == 0 || (m.n < (size_t) nb && rnd_below(100) < 60);
+		dm_entry	e = dm_entry_make(rnd_below(nkeys), rnd_below(1u << 20));
+		dm_hop_range rg = DM_HOP_RANGE_NONE;
+		int			res = 0;
+
+		memcpy(before, buf, ns);
+		if (ins)
+		{
+			if (m_has(&m, e))
+				continue;
+			res = dm_hop_place(buf, e, 0, &rg);
+			if (res == DM_HOP_FULL)
+			{
+				bad = 1;
+				snprintf(why, sizeof(why), "full with %zu of %d", m.n, nb);
+				break;
+			}
+			ovf += res == DM_HOP_OVERFLOWED;
+			m_insert(&m, e);
+		}
+		else
+		{
+			int			b;
+
+			e = m.e[rnd_below(m.n)];
+			b = dm_hop_find(buf, e);
+			if (b < 0)
+			{
+				bad = 1;
+				snprintf(why, sizeof(why), "entry (%llu, %llu) not found", (unsigned long long) e.key,
+						 (unsigned long long) e.tid);
+				break;
+			}
+			dm_hop_remove(buf, b, &rg);
+			m_delete(&m, e);
+		}
+		/* nothing changed outside the reported range (the header's count aside) */
+		for (int i = 0; i < nb && !bad; i++)
+			if ((i < rg.lo || i >= rg.hi) &&
+				memcmp(&HOP_BUCKETS(buf)[i], &HOP_BUCKETS(before)[i], sizeof(dm_entry)) != 0)
+			{
+				bad = 1;
+				snprintf(why, sizeof(why), "bucket %d changed outside the reported range [%d, %d)", i, rg.lo, rg.hi);
+			}
+		if (!bad && dm_hop_check(buf, why, sizeof(why)) != 0)
+			bad = 1;
+		if (!bad && (dm_hop_entries(buf, got) != (int) m.n || memcmp(got, m.e, m.n * sizeof(dm_entry)) != 0))
+		{
+			bad = 1;
+			snprintf(why, sizeof(why), "entries differ from the model (%zu)", m.n);
+		}
+		for (size_t i = 0; i < m.n && !bad; i++)
+			if (dm_hop_find(buf, m.e[i]) < 0)
+			{
+				bad = 1;
+				snprintf(why, sizeof(why), "model entry %zu not found", i);
+			}
+	}
+	CHECK(!bad, "%u-byte leaf, H = %d, %llu keys: %d random changes keep the table sound (%d overflowed) %s", ns, H,
+		  (unsigned long long) nkeys, rounds, ovf, why);
+	if (!bad)
+	{
+		uint8_t    *v = aligned_alloc(8, ns);
+
+		dm_node_seal(buf);
+		CHECK(dm_node_valid(buf, ns, 77), "%u-byte leaf, H = %d: validates", ns, H);
+		/* a change in any bucket, used or not, breaks the checksum */
+		memcpy(v, buf, ns);
+		HOP_BUCKETS(v)[nb - 1].tid ^= 2;
+		CHECK(!dm_node_valid(v, ns, 77), "%u-byte leaf, H = %d: the checksum covers the last bucket", ns, H);
+		memcpy(v, buf, ns);
+		dm_hop_sorted_view(v);
+		CHECK(!dm_hop_is(v) && NODE_HDR(v)->count == m.n && memcmp(LEAF_ENTS(v), m.e, m.n * sizeof(dm_entry)) == 0,
+			  "%u-byte leaf, H = %d: the sorted view is the model", ns, H);
+		/* rebuilt from the sorted entries: the same set, flags recomputed */
+		memcpy(v, buf, ns);
+		dm_hop_build(v, m.e, (int) m.n);
+		CHECK(dm_hop_check(v, why, sizeof(why)) == 0 && dm_hop_entries(v, got) == (int) m.n &&
+			  memcmp(got, m.e, m.n * sizeof(dm_entry)) == 0,
+			  "%u-byte leaf, H = %d: rebuilt, the same entries %s", ns, H, why);
+		free(v);
+	}
+	m_free(&m);
+	free(buf);
+	free(before);
+	return !bad;
+}
+
+int
+main(void)
+{
+	rng = 12345;
+	for (uint32_t ns = 256; ns <= 4096; ns *= 2)
+	{
+		int			Hs[3] = {2, 4, 8};
+
+		for (int i = 0; i < 3; i++)
+		{
+			/* many distinct keys, then few keys with many tids each (more than H) */
+			run_case(ns, Hs[i], UINT64_C(1) << 40, 4000);
+			run_case(ns, Hs[i], 3, 4000);
+		}
+	}
+	run_case(4096, 16, 5, 4000);
+
+	/* the split policy: a half-full leaf whose neighbourhood is full asks for a split, unless all one key */
+	{
+		uint8_t    *buf = aligned_alloc(8, 1024);
+		dm_hop_range rg = DM_HOP_RANGE_NONE;
+		int			nb = dm_hop_nb(1024),
+					placed = 0,
+					split = 0;
+
+		dm_node_init(buf, 1024, 0, 1, DM_ENTRY_MIN, DM_ENTRY_INF);
+		dm_hop_init(buf, 4);
+		for (uint64_t tid = 0; placed < nb; tid++)
+		{
+			int			r = dm_hop_place(buf, dm_entry_make(42, tid), 1, &rg);
+
+			split += r == DM_HOP_SPLIT;
+			placed += r == DM_HOP_PLACED || r == DM_HOP_OVERFLOWED;
+			if (r == DM_HOP_FULL || r == DM_HOP_SPLIT)
+				break;
+		}
+		CHECK(placed == nb && split == 0, "one key fills a leaf by overflowing, never asks for a split (%d of %d)",
+			  placed, nb);
+		dm_hop_init(buf, 4);
+		placed = split = 0;
+		for (uint64_t k = 0; k < 100000 && !split; k++)
+		{
+			int			r = dm_hop_place(buf, dm_entry_make(k * 7919, 1), 1, &rg);
+
+			split += r == DM_HOP_SPLIT;
+			placed += r != DM_HOP_SPLIT;
+		}
+		CHECK(split == 1 && placed * 2 >= nb, "distinct keys: a split is asked for only past half full (%d placed of %d)",
+			  placed, nb);
+		free(buf);
+	}
+	return tap_done();
+}
