@@ -23,7 +23,7 @@ def frame(typ, body, seq=1):
     return struct.pack("<IIHHIQ", MAGIC, 24 + len(body), typ, 0, 0, seq) + body
 
 
-def hello(identity=b"", version=4, nonce=b"\x11" * 32):
+def hello(identity=b"", version=5, nonce=b"\x11" * 32):
     body = struct.pack("<IIQ", version, 0, 4242) + b"fuzz seed".ljust(32, b"\0")
     if version >= 3:
         body += identity.ljust(64, b"\0") + nonce
@@ -61,6 +61,7 @@ RPCS = [
     rpc(2, U64(A_TREE)), rpc(10, struct.pack("<QQ", A_TREE, 256)),
     rpc(11, struct.pack("<QQQ", A_TREE, A_CHUNK + 256, 256)), rpc(3, U64(A_CHUNK)),
     rpc(4, U64(A_TREE)), rpc(7, name(b"a")), rpc(7, name(b"b")), rpc(3, U64(B_CHUNK)),
+    rpc(17, struct.pack("<II", 2, 0) + U64(0x1234) + U64(0x5678) + b"\0" * 8 * 28),
 ]
 OPS = [
     (batch_body([op(READ, NODE | 0, 64)]), b""),
