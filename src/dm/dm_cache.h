@@ -170,23 +170,28 @@ extern void dm_cache_admit_abort(dm_cache *c, uint32_t f);
  * per tree, until a process using the tree has drained them at the
  * memnode (dm_tree_drain_settle) and dropped the tree's frames.  Shared,
  * because another process may cache a node before such a write lands.
- * dm_cache_drain_add returns -1 when the table is full; dm_cache_drains
- * copies at most max entries of the tag (0 at once when there are none:
- * one load); dm_cache_drains_done removes the given tokens of the tag.
+ * Entries name the tree by id (its cache tag changes when its home memnode
+ * restarts) and the tag it had.  dm_cache_drain_add returns -1 when the
+ * table is full; dm_cache_drains copies at most max entries of the tree
+ * (0 at once when there are none: one load); dm_cache_drains_done removes
+ * the given entries; dm_cache_drains_forget every entry of a tree that is
+ * gone (dropped: nobody will use it to drain them).
  */
-#define DM_CACHE_DRAINS 64
+#define DM_CACHE_DRAINS 256
 
 typedef struct dm_cache_drain
 {
+	uint64_t	tree_id;
 	uint64_t	tag;
 	uint64_t	token;
 	uint32_t	memnode;
 	uint32_t	used;
 } dm_cache_drain;
 
-extern int	dm_cache_drain_add(dm_cache *c, uint64_t tag, uint16_t memnode, uint64_t token);
-extern int	dm_cache_drains(dm_cache *c, uint64_t tag, dm_cache_drain *out, int max);
-extern void dm_cache_drains_done(dm_cache *c, uint64_t tag, const dm_cache_drain *done, int n);
+extern int	dm_cache_drain_add(dm_cache *c, uint64_t tree_id, uint64_t tag, uint16_t memnode, uint64_t token);
+extern int	dm_cache_drains(dm_cache *c, uint64_t tree_id, dm_cache_drain *out, int max);
+extern void dm_cache_drains_done(dm_cache *c, const dm_cache_drain *done, int n);
+extern void dm_cache_drains_forget(dm_cache *c, uint64_t tree_id);
 
 extern uint64_t dm_cache_inval_gen(dm_cache *c);
 extern int	dm_cache_admit_finish_gen(dm_cache *c, uint32_t f, const void *node, uint32_t len, int level,

@@ -81,14 +81,16 @@ extern void dm_tree_offload_counters_take(dm_tree *t, dm_offload_counters *out);
  * a timeout, a cancel) may still land on the memnode, after any cached
  * copy was dropped.  Their tokens wait in the cache's shared table until
  * this is called: it has the memnodes cancel them and waits until none
- * runs (DM_RPC_OFF_DRAIN), then drops every cached frame of the tree.  A
+ * runs (DM_RPC_OFF_DRAIN), then drops every cached frame of the tree;
+ * *drained (if not NULL) says how many writes it drained (the access
+ * method then tells hot standbys to drop the whole tree).  A
  * process that shares a cache calls it before each unit of work on the
  * tree (the access method: at every index open), holding no frame;
  * without pending writes it costs one load.  An error (a memnode
  * unreachable) leaves them pending: the tree's cached copies are then not
  * to be trusted, so the caller must not go on.
  */
-extern int	dm_tree_drain_settle(dm_tree *t);
+extern int	dm_tree_drain_settle(dm_tree *t, int *drained);
 
 /*
  * Hooks of the public operations (dm_tree.c, dm_tree_scan.c): try the

@@ -287,7 +287,10 @@ dm_tree_destroy(dm_tree *t)
 	if ((rc = dm_tree_drop(t->c, t->home, &t->name, NULL)) != DM_OK)
 		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
 	if (t->cache)
+	{
 		dm_cache_invalidate_tree(t->cache, t->ctag);
+		dm_cache_drains_forget(t->cache, t->info.tree_id);	/* nobody will drain them */
+	}
 	free(t->hints);
 	dm_tree_offload_release(t);
 	free(t);

@@ -223,6 +223,8 @@ extern void dmindex_wal_init(void);	/* the resource manager, shared memory; from
 extern void dmindex_wal_before_write(void);
 /* WAL-log the nodes tree wrote since the last call (standbys drop them from their caches). */
 extern void dmindex_wal_log_written(Relation index, dm_tree *tree);
+/* Standbys drop every cached node of the tree at this point of the WAL. */
+extern void dmindex_wal_log_whole_tree(Relation index, dm_tree *tree);
 
 /* dmclaim.c */
 extern int	dmindex_instance_lease;	/* dmindex.instance_lease, seconds */

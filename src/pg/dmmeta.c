@@ -52,15 +52,21 @@ static HTAB *tree_cache = NULL;
  * (a timeout, a cancel) may land on the memnode after that backend's
  * error: before this backend uses its cached copies of the tree's nodes,
  * they are drained and the copies dropped (dm_tree_drain_settle).  One
- * load of shared memory when there are none, i.e. nearly always.
+ * load of shared memory when there are none, i.e. nearly always.  Hot
+ * standbys may have cached a node before such a write landed too: the
+ * whole tree is logged for them once the writes are drained, before any
+ * VACUUM of this server can let the heap reuse a tid they name.
  */
 static void
 settle_drains(Relation index, dm_tree *tree)
 {
-	int			rc = dm_tree_drain_settle(tree);
+	int			drained = 0;
+	int			rc = dm_tree_drain_settle(tree, &drained);
 
 	if (rc != DM_OK)
 		dmindex_tree_error(index, tree, rc);
+	if (drained > 0)
+		dmindex_wal_log_whole_tree(index, tree);
 }
 
 static DmIndexOptions *

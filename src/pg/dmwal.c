@@ -221,6 +221,29 @@ dmindex_wal_before_write(void)
 		log_all_once();
 }
 
+/* unlogged indexes are not readable on standbys */
+static bool
+standbys_read(Relation index)
+{
+	return XLogStandbyInfoActive() && !RecoveryInProgress() && RelationNeedsWAL(index);
+}
+
+void
+dmindex_wal_log_whole_tree(Relation index, dm_tree *tree)
+{
+	xl_dmindex_nodes hdr;
+
+	if (!standbys_read(index))
+		return;
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.tree_id = dm_tree_id(tree);
+	hdr.tag = dm_tree_cache_tag(tree);
+	hdr.whole_tree = 1;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &hdr, sizeof(hdr));
+	(void) XLogInsert(DMINDEX_RMGR_ID, XLOG_DMINDEX_NODES);
+}
+
 void
 dmindex_wal_log_written(Relation index, dm_tree *tree)
 {
@@ -230,21 +253,16 @@ dmindex_wal_log_written(Relation index, dm_tree *tree)
 	xl_dmindex_nodes hdr;
 
 	addrs = dm_tree_written_nodes(tree, &n, &overflow);
-	/* unlogged indexes are not readable on standbys */
-	if ((n == 0 && !overflow) || !XLogStandbyInfoActive() || RecoveryInProgress() ||
-		!RelationNeedsWAL(index))
+	if ((n == 0 && !overflow) || !standbys_read(index))
 		return;
+	if (overflow)
+	{
+		dmindex_wal_log_whole_tree(index, tree);
+		return;
+	}
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.tree_id = dm_tree_id(tree);
 	hdr.tag = dm_tree_cache_tag(tree);
-	if (overflow)
-	{
-		hdr.whole_tree = 1;
-		XLogBeginInsert();
-		XLogRegisterData((char *) &hdr, sizeof(hdr));
-		(void) XLogInsert(DMINDEX_RMGR_ID, XLOG_DMINDEX_NODES);
-		return;
-	}
 	for (int off = 0; off < n; off += MAX_ADDRS_PER_RECORD)
 	{
 		hdr.n = (uint32) Min(n - off, MAX_ADDRS_PER_RECORD);

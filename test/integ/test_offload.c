@@ -337,6 +337,32 @@ run_cache_lost(int backend, const char *bname, const char *name, dm_cache *cache
 	if (!CHECK(c && dm_tree_open_existing(c, 1, &tn, &t) == DM_OK && dm_tree_use_cache(t, cache, 0) == DM_OK,
 			   "cache %s: reopened after the memnode resumed", bname))
 		goto out;
+	{
+		int			drained = -1;
+
+		/* its token waits in the cache's table: the next use drains it (it never ran) */
+		rc = dm_tree_drain_settle(t, &drained);
+		CHECK(rc == DM_OK && drained == 1, "cache %s: the next use of the tree drains the lost write (%d drained)",
+			  bname, drained);
+		rc = dm_tree_drain_settle(t, &drained);
+		CHECK(rc == DM_OK && drained == 0, "cache %s: and then nothing is left to drain (%d)", bname, drained);
+	}
+	{
+		dm_rpc_off_drain_req dr;
+		dm_rpc_off_drain_rep rep;
+
+		/* the memnode checks what it is asked */
+		memset(&dr, 0, sizeof(dr));
+		CHECK_STATUS(dm_client_rpc(c, 1, DM_RPC_OFF_DRAIN, &dr, sizeof(dr), &rep, sizeof(rep), sizeof(rep), NULL),
+					 DM_ERR_INVALID, "cache %s: a drain of no token is refused", bname);
+		dr.n = DM_OFF_DRAIN_MAX + 1;
+		CHECK_STATUS(dm_client_rpc(c, 1, DM_RPC_OFF_DRAIN, &dr, sizeof(dr), &rep, sizeof(rep), sizeof(rep), NULL),
+					 DM_ERR_INVALID, "cache %s: a drain of more than %d tokens is refused", bname, DM_OFF_DRAIN_MAX);
+		dr.n = 1;
+		dr.tokens[0] = 0x5eed;
+		CHECK(dm_client_rpc(c, 1, DM_RPC_OFF_DRAIN, &dr, sizeof(dr), &rep, sizeof(rep), sizeof(rep), NULL) == DM_OK &&
+			  rep.running == 0, "cache %s: a drain of a token nobody runs answers 0 running", bname);
+	}
 	CHECK(same_as_model(t, m, "cache-lost"), "cache %s: after the lost write the tree = model", bname);
 	CHECK_STATUS(dm_tree_verify_cache(t, &checked, msg, sizeof(msg)), DM_OK,
 				 "cache %s: the cache agrees with remote memory after the lost write (%" PRIu64 " compared) %s",
@@ -460,7 +486,7 @@ run_cache_late(int backend, const char *bname, const char *name, dm_cache *cache
 		(void) dm_tree_contains(tu, dm_entry_make(key, 99), &remote);
 		CHECK(found == 0 && remote == 1, "late %s: landed: it was not there for the reader (%d), then landed (%d)",
 			  bname, found, remote);
-		CHECK_STATUS(dm_tree_drain_settle(reader), DM_OK, "late %s: landed: the reader's next use drains it", bname);
+		CHECK_STATUS(dm_tree_drain_settle(reader, NULL), DM_OK, "late %s: landed: the reader's next use drains it", bname);
 		CHECK_STATUS(dm_tree_verify_cache(reader, &checked, msg, sizeof(msg)), DM_OK,
 					 "late %s: landed: the cache agrees with remote memory afterwards %s", bname, msg);
 		(void) dm_tree_contains(reader, dm_entry_make(key, 99), &found);
@@ -475,7 +501,7 @@ run_cache_late(int backend, const char *bname, const char *name, dm_cache *cache
 	key = late_insert(&c, &t, &tn, cache, tag, info.root_addr, reader, backend, &next);
 	if (CHECK(key != 0, "late %s: another offloaded insert given up on (key %" PRIu64 ")", bname, key))
 	{
-		CHECK_STATUS(dm_tree_drain_settle(reader), DM_OK,
+		CHECK_STATUS(dm_tree_drain_settle(reader, NULL), DM_OK,
 					 "late %s: cancelled: the reader's next use drains it before it arrives", bname);
 		CHECK(reap_late_child(), "late %s: cancelled: the late request was sent", bname);
 		(void) dm_tree_contains(tu, dm_entry_make(key, 99), &remote);
@@ -485,7 +511,7 @@ run_cache_late(int backend, const char *bname, const char *name, dm_cache *cache
 		CHECK_STATUS(dm_tree_verify_cache(reader, &checked, msg, sizeof(msg)), DM_OK,
 					 "late %s: cancelled: the cache agrees with remote memory %s", bname, msg);
 	}
-	CHECK_STATUS(dm_tree_drain_settle(t), DM_OK, "late %s: nothing left to drain", bname);
+	CHECK_STATUS(dm_tree_drain_settle(t, NULL), DM_OK, "late %s: nothing left to drain", bname);
 	if (t)
 		dm_tree_close(t);
 	dm_tree_close(tu);
