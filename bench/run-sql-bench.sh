@@ -232,11 +232,7 @@ PNG=${OUT%.md}.png
     done
 } >"$CSV"
 # the chart: tps ratio dm/bt per test, one bar per transport x memory x cache
-awk -F, 'NR > 1 { s = $2 " " $3 " cache " $4; if (!(s in seen)) { seen[s] = 1; order[++n] = s }
-                  if (!($1 in tseen)) { tseen[$1] = 1; tests[++m] = $1 } v[$1, s] = $7 }
-         END { printf "test"; for (j = 1; j <= n; j++) printf ",%s", order[j]; print ""
-               for (i = 1; i <= m; i++) { printf "%s", tests[i]; for (j = 1; j <= n; j++) printf ",%s", v[tests[i], order[j]]; print "" } }' \
-    "$CSV" >"$WORK/chart.csv"
+awk -F, -v cat=test -v ser=transport,memory,cache -v val=tps_ratio -f "$ROOT/bench/csv-wide.awk" "$CSV" >"$WORK/chart.csv"
 bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     "dmindex / btree throughput, $ROWS rows, $CLIENTS clients ($(date +%F))" "tps ratio dmindex / btree" 1
 
