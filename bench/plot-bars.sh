@@ -36,7 +36,8 @@ q() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
     echo "set style fill solid 0.85 border -1"
     echo "set boxwidth 0.9"
     echo "set key outside right top vertical"
-    echo "set yrange [0:*]"
+    # with a reference line, the axis reaches at least a bit past it
+    if [ -n "$ref" ]; then echo "set yrange [0:$(echo "$ref * 1.15" | bc -l)<*]"; else echo "set yrange [0:*]"; fi
     echo "set grid ytics"
     echo "set xtics rotate by -30 noenhanced"
     echo "set key noenhanced"

@@ -58,6 +58,9 @@ CMD="ROWS=$ROWS DURATION=$DURATION CLIENTS=$CLIENTS CACHES='$CACHES' WARMUP=$WAR
 CMD="$CMD bash bench/run-sql-bench.sh"
 case " $PHASES " in *" limit "*) [ -n "$MEMLIMIT" ] || { echo "PHASES has limit: set MEMLIMIT" >&2; exit 2; } ;; esac
 
+# what is measured: the commit and the load at the start (the machine is shared)
+COMMIT="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" status --porcelain -- src memnode bench test | grep -q . && echo ' + uncommitted changes')"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
 make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null
 WORK=$(make_workdir sqlbench)
@@ -184,6 +187,7 @@ for transport in $BENCH_TRANSPORTS; do
                 done
             done
             psql_ -c "SELECT dmindex_cache_stats_reset(), dmindex_offload_stats_reset()" >/dev/null
+            RES[load_$G]=$(cut -d' ' -f1 /proc/loadavg)
             for script in $BENCH_SCRIPTS; do
                 for tbl in t_bt t_dm; do
                     r=$(run_cell "$transport" "$script" "$tbl")
@@ -200,7 +204,8 @@ for transport in $BENCH_TRANSPORTS; do
             else
                 RES[mem_$G]=$(memnode_mem)
             fi
-            echo "   $phase memory, cache $cache: ${RES[cache_$G]}; ${RES[offload_$G]}; ${RES[mem_$G]}"
+            RES[load_$G]="${RES[load_$G]} → $(cut -d' ' -f1 /proc/loadavg)"
+            echo "   $phase memory, cache $cache: ${RES[cache_$G]}; ${RES[offload_$G]}; ${RES[mem_$G]}; load ${RES[load_$G]}"
         done
     done
     # the plans the cells used, for the record
@@ -239,9 +244,9 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
 {
     echo "# SQL benchmark: dmindex vs btree ($(date +%F))"
     echo
-    echo "Command: \`$CMD\` (from the repository root, as root); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" status --porcelain -- src memnode bench test | grep -q . && echo ' + uncommitted changes')"
+    echo "Command: \`$CMD\` (from the repository root, as root); commit $COMMIT"
     echo
-    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) RAM, kernel $(uname -r); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) RAM, kernel $(uname -r); load average at the start: $LOAD_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: other work competes for the CPUs; the 1-minute load at the start and end of each group of cells is in the second table)"
     echo
     echo "Setup: $ROWS rows (int8 key, shuffled), one table per index ($(echo "${RES[sizes]}")), $CLIENTS pgbench clients, $DURATION s per cell, one memnode on the same host (${MEMNODE_SIZE:-4G} region, --shm), synchronous_commit off, dmindex.offload ${OFFLOAD:-default}. dmindex tree at the end: $stats."
     echo
@@ -251,13 +256,13 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     echo "|---|---|---|---|---:|---:|---:|---:|---:|---:|"
     awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$CSV"
     echo
-    echo "| transport | memory | cache | server settings | node cache over the measured cells | offloading over the measured cells | memory used at the end of the cells |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| transport | memory | cache | server settings | node cache over the measured cells | offloading over the measured cells | memory used at the end of the cells | 1-min load start → end |"
+    echo "|---|---|---|---|---|---|---|---|"
     for transport in $BENCH_TRANSPORTS; do
         for phase in $PHASES; do
             for cache in $CACHES; do
                 G=${transport}_${phase}_$cache
-                echo "| $transport | $(phase_label "$phase") | $(cache_label "$cache") | ${RES[memcfg_$G]}; \`${RES[cachecfg_$G]}\` | ${RES[cache_$G]} | ${RES[offload_$G]} | ${RES[mem_$G]} |"
+                echo "| $transport | $(phase_label "$phase") | $(cache_label "$cache") | ${RES[memcfg_$G]}; \`${RES[cachecfg_$G]}\` | ${RES[cache_$G]} | ${RES[offload_$G]} | ${RES[mem_$G]} | ${RES[load_$G]} |"
             done
         done
     done
