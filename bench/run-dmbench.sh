@@ -17,10 +17,11 @@
 # Next to the markdown go the main table as CSV (.csv; with --offload also
 # -offload.csv) and a chart of its throughput (.png; bench/plot-bars.sh).
 # DMBENCH_OFFLOAD=off|always|auto runs the offload cells (issue 13, DEX §6
-# and its Figure 12 ablation): 2M keys, DEX's cache at 1% and 8%, workloads c
-# and e, uniform and zipf keys, tcp and shm, with that --offload mode; run it
-# once per mode to put the three side by side (round trips and RPCs per
-# operation are in the main table, offloads and decisions in the last one).
+# and its Figure 12 ablation): 2M keys, DEX's cache at 1% and 8%, workloads c,
+# b, a and e, uniform and zipf keys, tcp and shm, with that --offload mode
+# (~8 min); run it once per mode and put the three side by side with
+# bench/compare-offload.sh (round trips and RPCs per operation are in the
+# transport table, offloads and decisions in the last one).
 #
 # These cells run without the compute-side node cache; bench/run-cache-bench.sh
 # runs dmbench's cache cells (--cache-policy off,inner,dex; DEX's workloads at
@@ -36,7 +37,7 @@ make -s standalone >/dev/null
 if [ "${DMBENCH_QUICK:-0}" = 1 ]; then
 	defaults=(--quick --transport shm,tcp)
 elif [ -n "${DMBENCH_OFFLOAD:-}" ]; then
-	defaults=(--entries 2M --region-size 1G --clients 2 --transport tcp,shm --workloads c,e --dist both
+	defaults=(--entries 2M --region-size 1G --clients 2 --transport tcp,shm --workloads c,b,a,e --dist both
 		--cache-policy dex --cache-pct 1,8 --zipf-items keys --duration 10 --offload "$DMBENCH_OFFLOAD")
 else
 	defaults=(--entries 10M --region-size 2G --clients 2 --transport shm,tcp
