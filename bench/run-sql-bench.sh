@@ -78,6 +78,12 @@ fi
 cleanup() {
     stop_pg "$WORK/pg"; stop_memnode "$WORK" "$MEMNODE_PORT"
     if [ -n "$MEMLIMIT" ]; then rmdir "$CGROOT/free" "$CGROOT/limit" "$CGROOT" 2>/dev/null || true; fi
+    # the cluster holds both tables (about 10 GB at 50M rows): gone unless KEEP_WORK=1;
+    # the server log stays for a look afterwards
+    if [ "${KEEP_WORK:-0}" != 1 ] && [ ! -f "$WORK/pg/postmaster.pid" ]; then
+        cp "$WORK/pg/server.log" "$WORK/server.log" 2>/dev/null || true
+        rm -rf "$WORK/pg"
+    fi
 }
 trap cleanup EXIT
 cp "$ROOT"/bench/sql/*.sql "$WORK/"
