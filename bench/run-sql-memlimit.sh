@@ -6,7 +6,7 @@
 # the btree, over 1 GB, then reads its leaves from disk), the memnode outside,
 # dmindex.offload = auto, shm and tcp; the all-in-memory cells of the same
 # data come with it.  Any variable of run-sql-bench.sh overrides these.
-# Writes bench/results/sql-memlimit-<date>.md, .csv and .png.  About 45 min
+# Writes bench/results/sql-memlimit-<date>.md, .csv and .png.  About 20-25 min
 # on 2 cores; needs ~12 GB of disk and cgroup v1's memory controller.
 #
 #   sudo bash bench/run-sql-memlimit.sh
