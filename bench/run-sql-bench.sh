@@ -59,7 +59,7 @@ CMD="$CMD bash bench/run-sql-bench.sh"
 case " $PHASES " in *" limit "*) [ -n "$MEMLIMIT" ] || { echo "PHASES has limit: set MEMLIMIT" >&2; exit 2; } ;; esac
 
 # what is measured: the commit and the load at the start (the machine is shared)
-COMMIT="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" status --porcelain -- src memnode bench test | grep -q . && echo ' + uncommitted changes')"
+COMMIT="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" status --porcelain -- src memnode bench test | grep -q . && echo ' + uncommitted changes' || true)"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
 make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null
