@@ -202,7 +202,7 @@ for transport in $BENCH_TRANSPORTS; do
                 done
             done
             RES[cache_$G]=$(psql_ -At -c "SELECT format('%s frames (%s MB), hit ratio %s, %s evictions, %s round trips avoided', capacity_frames, capacity_frames * frame_size / 1048576, coalesce(round(hit_ratio::numeric, 3)::text, '-'), evictions, round_trips_avoided) FROM dmindex_cache_stats()")
-            RES[offload_$G]=$(psql_ -At -c "SELECT format('%s: %s offloads, %s fallbacks, decided %s offload / %s one-sided (%s explored), RPC %s µs, read %s µs on average', mode, offloads, fallbacks, decided_offload, decided_one_sided, explored, round(avg_rpc_us::numeric, 1), round(avg_read_us::numeric, 1)) FROM dmindex_offload_stats()")
+            RES[offload_$G]=$(psql_ -At -c "SELECT format('%s: %s offloads, %s fallbacks, decided %s offload / %s one-sided (%s explored), RPC %s µs, read %s µs on average', mode, offloads, fallbacks, decided_offload, decided_one_sided, explored, coalesce(round(avg_rpc_us::numeric, 1)::text, '-'), coalesce(round(avg_read_us::numeric, 1)::text, '-')) FROM dmindex_offload_stats()")
             if [ "$phase" = limit ]; then
                 RES[mem_$G]="server cgroup: $(cgroup_mem "$CGROOT/limit"); $(memnode_mem)"
             elif [ -n "$MEMLIMIT" ]; then
