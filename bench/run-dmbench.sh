@@ -13,11 +13,15 @@
 # Arguments are passed to dmbench after the defaults (later options win, e.g.
 # --duration 10 or --transport shm) and recorded in the command line.
 # DMBENCH_QUICK=1 runs the --quick smoke configuration instead.
+# DMBENCH_OUT=FILE writes the results there instead of the dated name.
+# Next to the markdown go the main table as CSV (.csv; with --offload also
+# -offload.csv) and a chart of its throughput (.png; bench/plot-bars.sh).
 # DMBENCH_OFFLOAD=off|always|auto runs the offload cells (issue 13, DEX §6
-# and its Figure 12 ablation): 2M keys, DEX's cache at 1% and 8%, workloads c
-# and e, uniform and zipf keys, tcp and shm, with that --offload mode; run it
-# once per mode to put the three side by side (round trips and RPCs per
-# operation are in the main table, offloads and decisions in the last one).
+# and its Figure 12 ablation): 2M keys, DEX's cache at 1% and 8%, workloads c,
+# b, a and e, uniform and zipf keys, tcp and shm, with that --offload mode
+# (~8 min); run it once per mode and put the three side by side with
+# bench/compare-offload.sh (round trips and RPCs per operation are in the
+# transport table, offloads and decisions in the last one).
 #
 # These cells run without the compute-side node cache; bench/run-cache-bench.sh
 # runs dmbench's cache cells (--cache-policy off,inner,dex; DEX's workloads at
@@ -33,7 +37,7 @@ make -s standalone >/dev/null
 if [ "${DMBENCH_QUICK:-0}" = 1 ]; then
 	defaults=(--quick --transport shm,tcp)
 elif [ -n "${DMBENCH_OFFLOAD:-}" ]; then
-	defaults=(--entries 2M --region-size 1G --clients 2 --transport tcp,shm --workloads c,e --dist both
+	defaults=(--entries 2M --region-size 1G --clients 2 --transport tcp,shm --workloads c,b,a,e --dist both
 		--cache-policy dex --cache-pct 1,8 --zipf-items keys --duration 10 --offload "$DMBENCH_OFFLOAD")
 else
 	defaults=(--entries 10M --region-size 2G --clients 2 --transport shm,tcp
@@ -48,6 +52,8 @@ while [ -e "$out" ]; do
 	out="bench/results/dmbench-${day}-${n}.md"
 	n=$((n + 1))
 done
+# DMBENCH_OUT names the results file instead (e.g. one per offload mode)
+out=${DMBENCH_OUT:-$out}
 
 table=$(mktemp)
 loadlog=$(mktemp)
@@ -138,4 +144,26 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 	fi
 } >"$out"
 echo "wrote $out"
+
+# The numbers again as CSV next to the markdown (the main table; with
+# --offload also the offload table), and a chart of the main table's
+# throughput: one group of bars per workload and key distribution, one bar
+# per transport (and cache size, in cache cells).
+csv=${out%.md}.csv
+if [ -s "$table" ]; then
+	awk -v header='^[|] workload [|].*[|] ops/s [|]' -f bench/md-table-csv.awk "$table" >"$csv"
+	if grep -q 'offloads/op' "$table"; then
+		awk -v header='offloads/op' -f bench/md-table-csv.awk "$table" >"${out%.md}-offload.csv"
+	fi
+	series=transport
+	head -n1 "$csv" | tr ',' '\n' | grep -qx cache && series=transport,cache
+	wide=$(mktemp)
+	awk -F, -v cat=workload,dist -v ser="$series" -v val=ops/s -f bench/csv-wide.awk "$csv" >"$wide" &&
+		bash bench/plot-bars.sh "$wide" "${out%.md}.png" "dmbench throughput (${day}${DMBENCH_OFFLOAD:+, offload $DMBENCH_OFFLOAD})" "ops/s (all clients)"
+	rm -f "$wide"
+	{
+		echo
+		echo "Data: [$(basename "$csv")]($(basename "$csv"))$([ -e "${out%.md}-offload.csv" ] && echo ", [$(basename "${out%.md}-offload.csv")]($(basename "${out%.md}-offload.csv"))"); chart of the throughput: [$(basename "${out%.md}.png")]($(basename "${out%.md}.png"))."
+	} >>"$out"
+fi
 exit "$status"

@@ -54,6 +54,17 @@ stop_memnode() {
     rm -f "/dev/shm/dmindex-memnode-$port"
 }
 
+# pg_ctl start, in the memory cgroup (v1) directory $PG_CGROUP when that is
+# set: the server and every process it forks are charged there (the SQL
+# benchmark limits a server's memory that way; bench/run-sql-bench.sh).
+pg_ctl_start() {
+    local data=$1
+    (
+        if [ -n "${PG_CGROUP:-}" ]; then echo "$BASHPID" >"$PG_CGROUP/cgroup.procs"; fi
+        as_user "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null
+    ) || { cat "$data/server.log" >&2; return 1; }
+}
+
 # start_pg DATADIR PORT [extra postgresql.conf lines...]: initdb + start,
 # listening only on a Unix socket in DATADIR.
 start_pg() {
@@ -68,8 +79,7 @@ start_pg() {
         echo "fsync = off"
         for line in "$@"; do echo "$line"; done
     } >>"$data/postgresql.conf"
-    as_user "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null || {
-        cat "$data/server.log" >&2; return 1; }
+    pg_ctl_start "$data"
 }
 
 # restart a cluster made by start_pg with more settings (later lines win)
@@ -77,8 +87,7 @@ restart_pg() {
     local data=$1; shift
     stop_pg "$data"
     for line in "$@"; do echo "$line"; done >>"$data/postgresql.conf"
-    as_user "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null || {
-        cat "$data/server.log" >&2; return 1; }
+    pg_ctl_start "$data"
 }
 
 stop_pg() {
