@@ -303,6 +303,8 @@ extern uint16_t dm_tree_place(dm_tree *t, int level, uint16_t from);
 extern void dm_tree_wlog_add(dm_tree *t, dm_gaddr addr);
 /* A write whose nodes are not known (an offload whose outcome is unknown): the list is incomplete. */
 extern void dm_tree_wlog_lost(dm_tree *t);
+/* dm_offload_drain.c: an offloaded write of unknown outcome, to drain before the cache is trusted again */
+extern void dm_offload_remember_unknown(dm_tree *t, uint16_t mn, uint64_t token);
 extern void dm_tree_wlog_free(dm_tree *t);
 /*
  * Meta words of the catalog entry (word k at meta_addr + 8 * (k - 1)):
