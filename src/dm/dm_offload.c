@@ -246,9 +246,44 @@ refresh_load(dm_tree *t, mn_load *l)
 	l->inflight = rep.inflight;
 }
 
-/* The policy: offload the rest of an operation from a miss at level L? */
+/* The policy's contrary choice, with probability 1/128 (both estimates stay fresh). */
 static int
-decide(dm_tree *t, int level, uint16_t memnode)
+explore_now(struct dm_offload *o)
+{
+	o->rng ^= o->rng << 13;
+	o->rng ^= o->rng >> 7;
+	o->rng ^= o->rng << 17;
+	return (o->rng & EXPLORE_MASK) == 0;
+}
+
+/* (L+1) x (l_o + l_s) x c: the one-sided path from a miss at level L. */
+static uint64_t
+local_cost(const struct dm_offload *o, int level)
+{
+	return (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
+}
+
+/*
+ * auto: could an offload win from any level, even the root's?  When not
+ * (over shm, where a remote read is a memory access and an RPC a socket
+ * round trip), the cache walk that finds where it would start
+ * (find_start) is not worth making: it is a second descent through the
+ * cache on every operation.  Only exploration walks then.
+ */
+static int
+could_win(const struct dm_offload *o)
+{
+	if (o->mode != DM_OFFLOAD_AUTO || o->rpc_ns == 0 || o->read_ns == 0)
+		return 1;
+	return o->rpc_ns < local_cost(o, o->root_level >= 0 ? o->root_level : 2);
+}
+
+/*
+ * The policy: offload the rest of an operation from a miss at level L?
+ * explore: the caller already drew the contrary choice (could_win said no).
+ */
+static int
+decide(dm_tree *t, int level, uint16_t memnode, int explore)
 {
 	struct dm_offload *o = t->off;
 	mn_load    *l = load_of(t, memnode);
@@ -268,23 +303,28 @@ decide(dm_tree *t, int level, uint16_t memnode)
 		offload = 0;			/* the memnode runs no executor */
 	else if (l->busy_pct > BUSY_LIMIT_PCT)
 		offload = 0;
-	else if (o->rpc_ns == 0 || o->read_ns == 0)
-		offload = o->rpc_ns == 0;	/* get one sample of each first */
+	else if (explore)
+	{
+		offload = 1;
+		o->ctr.explored++;
+	}
 	else
 	{
-		if (level < 0)
-			level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
-		local_ns = (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
-		off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
-		offload = off_ns < local_ns;
-	}
-	o->rng ^= o->rng << 13;
-	o->rng ^= o->rng >> 7;
-	o->rng ^= o->rng << 17;
-	if ((o->rng & EXPLORE_MASK) == 0)
-	{
-		offload = !offload;
-		o->ctr.explored++;
+		if (o->rpc_ns == 0 || o->read_ns == 0)
+			offload = o->rpc_ns == 0;	/* get one sample of each first */
+		else
+		{
+			if (level < 0)
+				level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
+			local_ns = local_cost(o, level);
+			off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
+			offload = off_ns < local_ns;
+		}
+		if (explore_now(o))
+		{
+			offload = !offload;
+			o->ctr.explored++;
+		}
 	}
 	if (offload)
 		o->ctr.decided_offload++;
@@ -439,7 +479,8 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	dm_gaddr	start;
 	int			level,
 				rc,
-				pos = -1;
+				pos = -1,
+				explore = 0;
 	uint16_t	mn;
 	uint32_t	f = DM_FRAME_NONE,
 				existing,
@@ -452,24 +493,34 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica ||
 		(write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
 		return DM_ERR_FALLBACK;
+	if (!could_win(o))
+	{
+		if (!explore_now(o))
+		{
+			o->ctr.decided_local++;
+			o->ctr.unwalked++;
+			return DM_ERR_FALLBACK;
+		}
+		explore = 1;
+	}
 	if ((rc = find_start(t, lo, &start, &level)) != DM_OK)
 		return rc;
 	mn = dm_gaddr_node(start);
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] == mn)
 			pos = i;
-	if (pos < 0 || over_ucx(t, mn) || !decide(t, level, mn))
+	if (pos < 0 || over_ucx(t, mn) || !decide(t, level, mn, explore))
 		return DM_ERR_FALLBACK;
+	memset(&req, 0, sizeof(req));
 	/*
 	 * The high-water mark the write depends on (dm_tree_writer_require) is
-	 * up before the executor writes anything: the executor's batches do not
-	 * carry it as the one-sided path's do, so it is raised here, by a round
-	 * trip of its own when it is due (once per transaction at most).
+	 * up before the executor writes anything: its first write batch carries
+	 * the raise when the word is on mn (as a one-sided write's batch does;
+	 * before protocol 6 this was a round trip of its own per transaction),
+	 * else it is raised here by a round trip.
 	 */
-	if (write && (rc = dm_tree_writer_settle(t)) != DM_OK)
+	if (write && (rc = dm_tree_writer_offload_carry(t, mn, &req.hw_word, &req.hw_mark)) != DM_OK)
 		return rc;
-
-	memset(&req, 0, sizeof(req));
 	req.tree_id = t->info.tree_id;
 	req.start = start;
 	req.writer = t->writer;
@@ -542,6 +593,9 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	}
 	if (ents)
 		memcpy(ents, rbuf + sizeof(*rep), rep->count * sizeof(dm_entry));
+	/* below the mark: not raised by this write (nothing written); raised by the next */
+	if (req.hw_mark != 0 && rep->high_water >= req.hw_mark)
+		dm_tree_writer_raised(t, rep->high_water);
 	free(rbuf);
 	if (level < 0 && start == t->root)
 	{

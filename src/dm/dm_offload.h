@@ -57,6 +57,7 @@ typedef struct dm_offload_counters
 	uint64_t	decided_offload;	/* misses where the policy chose to offload */
 	uint64_t	decided_local;	/* ... chose one-sided reads */
 	uint64_t	explored;		/* of those, the contrary choice taken to refresh estimates */
+	uint64_t	unwalked;		/* of decided_local, those made without the cache walk: no level could win */
 	uint64_t	load_reports;	/* DM_RPC_OFF_LOAD calls */
 	uint64_t	invalidated;	/* cached nodes dropped because the executor wrote them */
 	uint64_t	lost_writes;	/* offloaded writes whose outcome is unknown (RPC failed) */

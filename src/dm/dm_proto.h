@@ -34,8 +34,12 @@
  * 5: offloaded requests carry a token, and DM_RPC_OFF_DRAIN cancels
  * tokens and tells whether they still run (a client that gave up on an
  * offloaded write learns when it can no longer land).
+ * 6: an offloaded write carries the tree's high-water raise (the executor's
+ * first write batch does the fetch-and-max, as a one-sided write's batch
+ * does), so a one-row transaction's offloaded flush is one round trip, not
+ * two; the reply says how far the word was raised.
  */
-#define DM_PROTO_VERSION	5
+#define DM_PROTO_VERSION	6
 
 #define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
 #define DM_BATCH_MAX_OPS	4096
@@ -291,6 +295,8 @@ typedef struct dm_rpc_off_req
 	uint32_t	flags;			/* DM_OFF_LO_INCL, DM_OFF_HI_INCL */
 	uint32_t	pad;
 	uint64_t	token;			/* the client's name for this request (DM_RPC_OFF_DRAIN); 0 = none */
+	dm_gaddr	hw_word;		/* writes: the tree's high-water word when it is on this memnode, */
+	uint64_t	hw_mark;		/* ... and the mark to raise it to first (0: none; dm_tree_writer.c) */
 } dm_rpc_off_req;
 
 #define DM_OFF_LO_INCL	0x1
@@ -307,6 +313,7 @@ typedef struct dm_rpc_off_rep
 	uint32_t	start_level;	/* the start node's level as the executor found it */
 	dm_gaddr	changed[DM_OFF_MAX_CHANGED];
 	uint64_t	exec_ns;		/* time the executor spent on it */
+	uint64_t	high_water;		/* the high-water word as the executor's write raised it (0: not raised) */
 } dm_rpc_off_rep;
 
 /* DM_RPC_OFF_LOAD: the executor's load (no request args). */

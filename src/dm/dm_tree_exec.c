@@ -62,7 +62,9 @@ dm_tree_exec_open(dm_client *c, uint16_t memnode, const dm_rpc_off_req *req, dm_
 	if (ns < DM_NODE_MIN || ns > DM_NODE_MAX || (ns & (ns - 1)) != 0 || req->tree_id == 0 ||
 		dm_gaddr_node(req->start) != memnode || (req->start & DM_GADDR_RESERVED_BIT) ||
 		(req->level >= DM_TREE_MAX_LEVELS && req->level != UINT32_MAX) ||
-		(req->fence != 0 && dm_gaddr_node(req->fence) != memnode))
+		(req->fence != 0 && dm_gaddr_node(req->fence) != memnode) ||
+		(req->hw_mark != 0 && (req->hw_word == 0 || dm_gaddr_node(req->hw_word) != memnode ||
+							   (req->hw_word & 7) != 0 || (req->hw_word & DM_GADDR_RESERVED_BIT))))
 		return DM_ERR_INVALID;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return DM_ERR_NOMEM;
@@ -85,6 +87,15 @@ dm_tree_exec_open(dm_client *c, uint16_t memnode, const dm_rpc_off_req *req, dm_
 	t->exec_start = req->start;
 	t->exec_level = req->level == UINT32_MAX ? -1 : (int) req->level;	/* -1: not known */
 	t->exec_memnode = memnode;
+	/*
+	 * The high-water raise the client's write depends on: carried by the
+	 * first write batch after its fence guard (dm_tree_writer_carry_op), so
+	 * it is up before any byte of the write lands.  Bounds-checked like
+	 * every executor batch (a client can only raise a word of its own trees).
+	 */
+	t->exec_hw_word = req->hw_mark ? req->hw_word : 0;
+	t->hw_want = req->hw_mark;
+	t->hw_carry = req->hw_mark ? 1 : 0;
 	*out = t;
 	return DM_OK;
 }
@@ -230,6 +241,7 @@ dm_tree_exec_run(dm_tree *t, uint32_t code, const dm_rpc_off_req *req, dm_rpc_of
 	if (t->exec_nchanged > DM_OFF_MAX_CHANGED)
 		return DM_ERR_INTERNAL;
 	rep->start_level = (uint32_t) t->exec_seen_level;
+	rep->high_water = t->high_water;
 	rep->nchanged = (uint32_t) t->exec_nchanged;
 	memcpy(rep->changed, t->exec_changed, sizeof(rep->changed));
 	if (rc != DM_OK)

@@ -101,6 +101,7 @@ struct dm_tree
 	int			exec_level;		/* -1: not known */
 	int			exec_seen_level;	/* the start node's level as found */
 	uint16_t	exec_memnode;
+	dm_gaddr	exec_hw_word;	/* the tree's high-water word (on exec_memnode), 0 if not sent */
 	int			exec_nchanged;	/* nodes written so far (at most DM_OFF_MAX_CHANGED kept) */
 	dm_gaddr	exec_changed[DM_OFF_MAX_CHANGED];
 	/* offloading on the client side (dm_offload.c); NULL = off */
@@ -394,6 +395,13 @@ extern int	dm_tree_fenced_off(dm_tree *t, const dm_op *op);
  */
 extern int	dm_tree_writer_carry_op(dm_tree *t, dm_op *op, uint16_t mn);
 extern void dm_tree_writer_carried(dm_tree *t, const dm_op *op);
+/*
+ * An offloaded write to memnode mn: the raise due, as request fields (the
+ * executor carries it) or made now by a round trip (*mark = 0); and what
+ * the reply says the executor raised the word to.
+ */
+extern int	dm_tree_writer_offload_carry(dm_tree *t, uint16_t mn, dm_gaddr *word, uint64_t *mark);
+extern void dm_tree_writer_raised(dm_tree *t, uint64_t now);
 extern int	dm_tree_writer_load(dm_tree *t, const uint64_t *meta);
 extern int	dm_tree_writer_create(dm_tree *t, uint64_t *meta);
 

@@ -60,6 +60,13 @@ meta_word_addr(const dm_tree *t, int k)
 	return t->info.meta_addr + 8 * (uint64_t) (k - 1);
 }
 
+/* The high-water word: an offload executor's handle knows only its address. */
+static dm_gaddr
+high_water_addr(const dm_tree *t)
+{
+	return t->exec_active ? t->exec_hw_word : meta_word_addr(t, HIGH_WATER_WORD);
+}
+
 static int
 mn_pos(const dm_tree *t, uint16_t mn)
 {
@@ -260,7 +267,7 @@ dm_tree_writer_raise(dm_tree *t, uint64_t mark)
 
 		if ((rc = dm_tree_fence_op(t, &ops[0], t->home)) != DM_OK)
 			return rc;
-		dm_op_atomic(&ops[1], DM_OP_CAS, meta_word_addr(t, HIGH_WATER_WORD), t->high_water, mark);
+		dm_op_atomic(&ops[1], DM_OP_CAS, high_water_addr(t), t->high_water, mark);
 		if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
 			return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
 		if (dm_tree_fenced_off(t, &ops[0]))
@@ -329,11 +336,43 @@ dm_tree_writer_carry_op(dm_tree *t, dm_op *op, uint16_t mn)
 	 */
 	if (mn == t->home && home_can_carry(t))
 	{
-		dm_op_atomic(op, DM_OP_FETCH_MAX, meta_word_addr(t, HIGH_WATER_WORD), t->hw_want, 0);
+		dm_op_atomic(op, DM_OP_FETCH_MAX, high_water_addr(t), t->hw_want, 0);
 		return 1;
 	}
 	rc = dm_tree_writer_raise(t, t->hw_want);
 	return rc == DM_OK ? 0 : -rc;
+}
+
+/*
+ * An offloaded write to memnode mn carries the raise that is due when the
+ * high-water word lives there (the home memnode) and batches there can
+ * carry it: *word and *mark go into the request, and the executor's first
+ * write batch raises it after its fence guard, as a one-sided write's batch
+ * would (no round trip of its own).  Otherwise the raise is made now, by a
+ * round trip, and *mark is 0.  What the executor raised comes back in its
+ * reply: dm_tree_writer_raised().
+ */
+int
+dm_tree_writer_offload_carry(dm_tree *t, uint16_t mn, dm_gaddr *word, uint64_t *mark)
+{
+	*word = 0;
+	*mark = 0;
+	if (t->hw_want <= t->high_water)
+		return DM_OK;
+	if (mn == t->home && home_can_carry(t))
+	{
+		*word = meta_word_addr(t, HIGH_WATER_WORD);
+		*mark = t->hw_want;
+		return DM_OK;
+	}
+	return dm_tree_writer_raise(t, t->hw_want);
+}
+
+void
+dm_tree_writer_raised(dm_tree *t, uint64_t now)
+{
+	if (now > t->high_water)
+		t->high_water = now;
 }
 
 void

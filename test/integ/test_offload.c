@@ -652,6 +652,31 @@ run_fence(int backend, const char *bname)
 		CHECK(oc1.offloads == oc0.offloads + 1 && hw == 77,
 			  "fence %s: the offloaded insert raised the high-water mark it needed first (%" PRIu64 ")", bname, hw);
 	}
+	{
+		dm_counters k0, k1;
+		uint64_t	hw = 0;
+		int			existed = -1;
+
+		/* the raise rides in the request: the executor's write batch carries it (protocol 6) */
+		dm_tree_writer_require(a, 90);
+		dm_client_counters(c, -1, &k0);
+		CHECK_STATUS(dm_tree_insert(a, dm_entry_make(3, 1), NULL), DM_OK, "fence %s: offloaded insert (mark 90)", bname);
+		dm_client_counters(c, -1, &k1);
+		CHECK(dm_tree_writer_read(b, NULL, &hw) == DM_OK && hw == 90 && dm_tree_writer_high_water(a) == 90,
+			  "fence %s: raised to 90 by the executor (%" PRIu64 ")", bname, hw);
+		CHECK(k1.rpcs - k0.rpcs == 1 && k1.round_trips == k0.round_trips,
+			  "fence %s: an offloaded insert that needs a raise is one RPC (%" PRIu64 ") and no batch (%" PRIu64 ")",
+			  bname, k1.rpcs - k0.rpcs, k1.round_trips - k0.round_trips);
+		/* a write that writes nothing raises nothing, and the handle knows it */
+		dm_tree_writer_require(a, 95);
+		CHECK(dm_tree_insert(a, dm_entry_make(3, 1), &existed) == DM_OK && existed == 1 &&
+			  dm_tree_writer_read(b, NULL, &hw) == DM_OK && hw == 90 && dm_tree_writer_high_water(a) == 90,
+			  "fence %s: an insert of an existing entry raises nothing (%" PRIu64 ", handle %" PRIu64 ")", bname,
+			  hw, dm_tree_writer_high_water(a));
+		CHECK(dm_tree_insert(a, dm_entry_make(4, 1), NULL) == DM_OK &&
+			  dm_tree_writer_read(b, NULL, &hw) == DM_OK && hw == 95,
+			  "fence %s: the next write raises it (%" PRIu64 ")", bname, hw);
+	}
 	w1 = dm_tree_writer_word(a);
 	CHECK_STATUS(dm_tree_writer_takeover(b, w1, DM_WRITER_MAKE(DM_WRITER_EPOCH(w1) + 1, 7), 0, &seen), DM_OK,
 				 "fence %s: the other handle takes the tree over", bname);
@@ -753,6 +778,48 @@ run_isolation(void)
 		CHECK_STATUS(dm_client_rpc(cb, 1, DM_RPC_OFF_SCAN, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep),
 								   sizeof(rep), NULL), DM_ERR_PERMISSION,
 					 "isolation: and so is its offloaded scan");
+		{
+			/* tenant-b's own tree, but the high-water word it names is tenant-a's */
+			dm_tree    *tb = new_tree(cb, "iso-b", 256);
+			dm_tree_name tn;
+			dm_tree_info ia,
+						ib;
+			uint64_t	hw_before = 1,
+						hw_after = 2,
+						root = 0;
+
+			dm_tree_name_named(&tn, "iso");
+			if (CHECK(tb && dm_tree_open(ca, 1, &tn, &ia) == DM_OK, "isolation: tenant-b's tree"))
+			{
+				dm_tree_name_named(&tn, "iso-b");
+				if (dm_tree_open(cb, 1, &tn, &ib) == DM_OK)
+					dm_read(cb, ib.root_addr, &root, 8);
+				dm_read(ca, ia.meta_addr + 8 * 8, &hw_before, 8);
+				req.tree_id = dm_tree_id(tb);
+				req.start = root;
+				/* b's own writer word and fence: only the high-water word is foreign */
+				req.fence = ib.meta_addr + 8 * 7;
+				dm_read(cb, req.fence, &req.writer, 8);
+				req.hw_word = ia.meta_addr + 8 * 8;
+				req.hw_mark = 1u << 30;
+				CHECK_STATUS(dm_client_rpc(cb, 1, DM_RPC_OFF_INSERT, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep),
+										   sizeof(rep), NULL), DM_ERR_PERMISSION,
+							 "isolation: an offloaded insert raising tenant-a's high-water word is refused");
+				dm_read(ca, ia.meta_addr + 8 * 8, &hw_after, 8);
+				CHECK(hw_after == hw_before, "isolation: tenant-a's high-water word unchanged (%" PRIu64 ")", hw_after);
+				req.hw_word = ib.meta_addr + 8 * 8 + 4;
+				CHECK_STATUS(dm_client_rpc(cb, 1, DM_RPC_OFF_INSERT, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep),
+										   sizeof(rep), NULL), DM_ERR_INVALID,
+							 "isolation: a misaligned high-water word is refused");
+				req.hw_word = 0;
+				CHECK_STATUS(dm_client_rpc(cb, 1, DM_RPC_OFF_INSERT, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep),
+										   sizeof(rep), NULL), DM_ERR_INVALID,
+							 "isolation: a mark without a word is refused");
+				req.hw_mark = 0;
+			}
+			if (tb)
+				dm_tree_destroy(tb);
+		}
 		CHECK(dm_tree_contains(t, dm_entry_make(6, 0), &found) == DM_OK && found == 0,
 			  "isolation: tenant-a's tree unchanged");
 		dm_tree_destroy(t);
@@ -791,9 +858,15 @@ run_auto(int backend, const char *bname)
 	CHECK(ok && oc.decided_offload + oc.decided_local == 3000 && oc.explored > 0 && oc.load_reports > 0,
 		  "auto %s: every lookup decided, some explored, the load was asked for", bname);
 	if (backend == DM_BACKEND_SHM)
+	{
 		CHECK(oc.decided_local > oc.decided_offload,
 			  "auto shm: one-sided reads preferred (%" PRIu64 " local, %" PRIu64 " offloaded)", oc.decided_local,
 			  oc.decided_offload);
+		/* once both estimates exist, an RPC cannot beat even a root-to-leaf walk of memory reads */
+		CHECK(oc.unwalked > oc.decided_local * 9 / 10,
+			  "auto shm: most decisions made without walking the cache for a start node (%" PRIu64 " of %" PRIu64 ")",
+			  oc.unwalked, oc.decided_local);
+	}
 	dm_tree_destroy(t);
 	dm_client_destroy(c);
 }
