@@ -1,7 +1,8 @@
 /*
  * dm_offload.c — the client's side of offloading (DEX §6): where an
- * operation can be handed to a memnode, whether it should be, the RPC, and
- * keeping the compute-side cache coherent with what the executor wrote.
+ * operation can be handed to a memnode, whether it should be (the model is
+ * described here, dm_offload_policy.c computes it), the RPC, and keeping
+ * the compute-side cache coherent with what the executor wrote.
  *
  * Where.  The descent walks the cached nodes from the root (no remote
  * read); the first node not in the cache, N at level L, is where the
@@ -19,7 +20,9 @@
  * c: l_o the moving average of one remote node read (one-sided operations
  * timed per round trip), l_s a local node search (0.3 us) and c = 1.2 the
  * cache's own costs.  With probability 1/128 the contrary choice is taken,
- * so both estimates stay fresh when the workload changes.  A memnode whose
+ * so both estimates stay fresh when the workload changes (1/1024 when an
+ * offload loses by more than 2x even from the root, as over shm: there the
+ * cache walk for a start node is skipped too).  A memnode whose
  * executor was busy more than 85% of the time since its last load report
  * (DM_RPC_OFF_LOAD, read at most every 100 ms) is not sent more: DEX's
  * Figure 5, where offloading everything saturates the memory side.
@@ -64,60 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dm_offload.h"
-#include "dm_tree_int.h"
-
-#define LOCAL_SEARCH_NS 300		/* l_s */
-#define COST_C_NUM 6			/* c = 6/5 */
-#define COST_C_DEN 5
-#define EXPLORE_MASK 127		/* contrary choice with probability 1/128 (DEX: ~1%) */
-#define EWMA_SHIFT 4			/* moving average over ~16 samples */
-#define LOAD_INTERVAL_NS 100000000ull
-#define BUSY_LIMIT_PCT 85
-#define LOOKUP_MAX 64			/* tids one offloaded lookup returns (more: one-sided) */
-
-typedef struct mn_load
-{
-	uint16_t	memnode;
-	uint64_t	last_ns;		/* when last reported */
-	uint64_t	busy_ns;
-	uint64_t	uptime_ns;
-	uint32_t	slots;
-	uint32_t	inflight;		/* from the last reply */
-	uint32_t	busy_pct;
-} mn_load;
-
-struct dm_offload
-{
-	int			mode;
-	int			local;			/* running the one-sided path for it: no offload */
-	uint64_t	rng;
-	uint64_t	tok_rng;		/* names of this handle's requests (DM_RPC_OFF_DRAIN) */
-	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
-	uint64_t	read_ns;		/* l_o (0 = no sample yet) */
-	int			root_level;		/* level of the node at root_addr; -1 unknown */
-	dm_gaddr	root_addr;
-	mn_load		load[DM_TREE_MAX_MEMNODES];
-	dm_offload_counters ctr;
-};
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static void
-ewma(uint64_t *avg, uint64_t sample)
-{
-	if (*avg == 0)
-		*avg = sample ? sample : 1;
-	else
-		*avg = *avg - (*avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
-}
+#include "dm_offload_int.h"
 
 int
 dm_offload_mode_parse(const char *s)
@@ -210,136 +160,6 @@ dm_tree_offload_counters(const dm_tree *t, dm_offload_counters *out)
 	for (int i = 0; i < DM_TREE_MAX_MEMNODES; i++)
 		if (t->off->load[i].busy_pct > out->memnode_busy_pct)
 			out->memnode_busy_pct = t->off->load[i].busy_pct;
-}
-
-static mn_load *
-load_of(dm_tree *t, uint16_t memnode)
-{
-	for (int i = 0; i < t->nmemnodes; i++)
-		if (t->memnodes[i] == memnode)
-		{
-			t->off->load[i].memnode = memnode;
-			return &t->off->load[i];
-		}
-	return NULL;
-}
-
-/* The memnode's executor load, asked for at most every LOAD_INTERVAL_NS. */
-static void
-refresh_load(dm_tree *t, mn_load *l)
-{
-	uint64_t	now = now_ns();
-	dm_rpc_off_load_rep rep;
-
-	if (now - l->last_ns < LOAD_INTERVAL_NS)
-		return;
-	l->last_ns = now;
-	if (dm_client_rpc(t->c, l->memnode, DM_RPC_OFF_LOAD, NULL, 0, &rep, sizeof(rep), sizeof(rep), NULL) != DM_OK)
-		return;
-	t->off->ctr.load_reports++;
-	if (l->uptime_ns != 0 && rep.uptime_ns > l->uptime_ns && rep.slots > 0)
-		l->busy_pct = (uint32_t) ((rep.busy_ns - l->busy_ns) * 100 /
-								  ((rep.uptime_ns - l->uptime_ns) * rep.slots));
-	l->busy_ns = rep.busy_ns;
-	l->uptime_ns = rep.uptime_ns;
-	l->slots = rep.slots;
-	l->inflight = rep.inflight;
-}
-
-/* The policy's contrary choice, with probability 1/128 (both estimates stay fresh). */
-static int
-explore_now(struct dm_offload *o)
-{
-	o->rng ^= o->rng << 13;
-	o->rng ^= o->rng >> 7;
-	o->rng ^= o->rng << 17;
-	return (o->rng & EXPLORE_MASK) == 0;
-}
-
-/* (L+1) x (l_o + l_s) x c: the one-sided path from a miss at level L. */
-static uint64_t
-local_cost(const struct dm_offload *o, int level)
-{
-	return (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
-}
-
-/*
- * auto: could an offload win from any level, even the root's?  When not
- * (over shm, where a remote read is a memory access and an RPC a socket
- * round trip), the cache walk that finds where it would start
- * (find_start) is not worth making: it is a second descent through the
- * cache on every operation.  Only exploration walks then.
- */
-static int
-could_win(const struct dm_offload *o)
-{
-	if (o->mode != DM_OFFLOAD_AUTO || o->rpc_ns == 0 || o->read_ns == 0)
-		return 1;
-	return o->rpc_ns < local_cost(o, o->root_level >= 0 ? o->root_level : 2);
-}
-
-/*
- * The policy: offload the rest of an operation from a miss at level L?
- * explore: the caller already drew the contrary choice (could_win said no).
- */
-static int
-decide(dm_tree *t, int level, uint16_t memnode, int explore)
-{
-	struct dm_offload *o = t->off;
-	mn_load    *l = load_of(t, memnode);
-	int			offload;
-	uint64_t	local_ns,
-				off_ns;
-
-	if (l == NULL)
-		return 0;
-	if (o->mode == DM_OFFLOAD_ALWAYS)
-	{
-		o->ctr.decided_offload++;
-		return 1;
-	}
-	refresh_load(t, l);
-	if (l->slots == 0 && l->uptime_ns != 0)
-		offload = 0;			/* the memnode runs no executor */
-	else if (l->busy_pct > BUSY_LIMIT_PCT)
-		offload = 0;
-	else if (explore)
-	{
-		offload = 1;
-		o->ctr.explored++;
-	}
-	else
-	{
-		if (o->rpc_ns == 0 || o->read_ns == 0)
-			offload = o->rpc_ns == 0;	/* get one sample of each first */
-		else
-		{
-			if (level < 0)
-				level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
-			local_ns = local_cost(o, level);
-			off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
-			offload = off_ns < local_ns;
-		}
-		if (explore_now(o))
-		{
-			offload = !offload;
-			o->ctr.explored++;
-		}
-	}
-	if (offload)
-		o->ctr.decided_offload++;
-	else
-		o->ctr.decided_local++;
-	return offload;
-}
-
-static uint64_t
-round_trips(dm_tree *t)
-{
-	dm_counters c;
-
-	dm_client_counters(t->c, -1, &c);
-	return c.round_trips;
 }
 
 /*
@@ -480,7 +300,8 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	int			level,
 				rc,
 				pos = -1,
-				explore = 0;
+				explore = 0,
+				far;
 	uint16_t	mn;
 	uint32_t	f = DM_FRAME_NONE,
 				existing,
@@ -493,9 +314,9 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica ||
 		(write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
 		return DM_ERR_FALLBACK;
-	if (!could_win(o))
+	if (!dm_offload_could_win(o, &far))
 	{
-		if (!explore_now(o))
+		if (!dm_offload_explore_now(o, far))
 		{
 			o->ctr.decided_local++;
 			o->ctr.unwalked++;
@@ -509,7 +330,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] == mn)
 			pos = i;
-	if (pos < 0 || over_ucx(t, mn) || !decide(t, level, mn, explore))
+	if (pos < 0 || over_ucx(t, mn) || !dm_offload_decide(t, level, mn, explore))
 		return DM_ERR_FALLBACK;
 	memset(&req, 0, sizeof(req));
 	/*
@@ -603,7 +424,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		o->root_addr = start;
 	}
 	{
-		mn_load    *l = load_of(t, mn);
+		mn_load    *l = dm_offload_load_of(t, mn);
 
 		if (l)
 		{
@@ -615,22 +436,6 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	invalidate_changed(t, rep);
 	o->ctr.offloads++;
 	return DM_OK;
-}
-
-/* The one-sided path, timed for l_o. */
-static void
-local_sample(dm_tree *t, uint64_t t0, uint64_t rt0)
-{
-	uint64_t	rts = round_trips(t) - rt0;
-
-	if (rts > 0)
-	{
-		uint64_t	ns = now_ns() - t0;
-
-		ewma(&t->off->read_ns, ns / rts);
-		t->off->ctr.read_ns_total += ns;
-		t->off->ctr.reads += rts;
-	}
 }
 
 int
@@ -649,9 +454,9 @@ dm_offload_write(dm_tree *t, dm_entry e, int del, int *existed)
 	}
 	t->off->local = 1;
 	t0 = now_ns();
-	rt0 = round_trips(t);
+	rt0 = dm_offload_round_trips(t);
 	rc = del ? dm_tree_delete(t, e, existed) : dm_tree_insert(t, e, existed);
-	local_sample(t, t0, rt0);
+	dm_offload_local_sample(t, t0, rt0);
 	t->off->local = 0;
 	return rc;
 }
@@ -678,9 +483,9 @@ dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 	/* declined, or more than one reply's worth (or beyond this memnode): one-sided */
 	t->off->local = 1;
 	t0 = now_ns();
-	rt0 = round_trips(t);
+	rt0 = dm_offload_round_trips(t);
 	rc = dm_tree_lookup(t, key, tids, max, n);
-	local_sample(t, t0, rt0);
+	dm_offload_local_sample(t, t0, rt0);
 	t->off->local = 0;
 	return rc;
 }
@@ -757,7 +562,7 @@ dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_i
 	if (rc != DM_ERR_FALLBACK)
 		return rc;
 	t0 = now_ns();
-	rt0 = round_trips(t);
+	rt0 = dm_offload_round_trips(t);
 	if ((rc = dm_iter_open(t, &r, &it)) != DM_OK)
 		return rc;
 	while (*n < max && (rc = dm_iter_next(it, &e)) == 1)
@@ -770,7 +575,7 @@ dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_i
 	}
 	dm_iter_close(it);
 	if (t->off)
-		local_sample(t, t0, rt0);
+		dm_offload_local_sample(t, t0, rt0);
 	return rc == 0 ? DM_OK : -rc;
 }
 
@@ -822,10 +627,10 @@ dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	{
 		o->local = 1;
 		t0 = now_ns();
-		rt0 = round_trips(t);
+		rt0 = dm_offload_round_trips(t);
 		rc = del ? dm_tree_delete_sorted(t, rest, nrest, &local_changed)
 			: dm_tree_insert_sorted(t, rest, nrest, &local_changed);
-		local_sample(t, t0, rt0);
+		dm_offload_local_sample(t, t0, rt0);
 		o->local = 0;
 	}
 	free(rest);

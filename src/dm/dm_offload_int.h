@@ -1,0 +1,82 @@
+/*
+ * dm_offload_int.h — what the client's offloading files share
+ * (dm_offload.c: where and the RPC; dm_offload_policy.c: whether, DEX §6.1):
+ * the per-handle state, the memnodes' load as last reported, and the
+ * cost model's constants.  Not for other modules: dm_offload.h is the API.
+ */
+#ifndef DM_OFFLOAD_INT_H
+#define DM_OFFLOAD_INT_H
+
+#include <time.h>
+
+#include "dm_offload.h"
+#include "dm_tree_int.h"
+
+#define LOCAL_SEARCH_NS 300		/* l_s */
+#define COST_C_NUM 6			/* c = 6/5 */
+#define COST_C_DEN 5
+#define EXPLORE_MASK 127		/* contrary choice with probability 1/128 (DEX: ~1%) */
+#define EXPLORE_RARE_MASK 1023	/* ... 1/1024 when it loses by more than 2x everywhere */
+#define EWMA_SHIFT 4			/* moving average over ~16 samples */
+#define LOAD_INTERVAL_NS 100000000ull
+#define BUSY_LIMIT_PCT 85
+#define LOOKUP_MAX 64			/* tids one offloaded lookup returns (more: one-sided) */
+
+typedef struct mn_load
+{
+	uint16_t	memnode;
+	uint64_t	last_ns;		/* when last reported */
+	uint64_t	busy_ns;
+	uint64_t	uptime_ns;
+	uint32_t	slots;
+	uint32_t	inflight;		/* from the last reply */
+	uint32_t	busy_pct;
+} mn_load;
+
+struct dm_offload
+{
+	int			mode;
+	int			local;			/* running the one-sided path for it: no offload */
+	uint64_t	rng;
+	uint64_t	tok_rng;		/* names of this handle's requests (DM_RPC_OFF_DRAIN) */
+	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
+	uint64_t	read_ns;		/* l_o (0 = no sample yet) */
+	int			root_level;		/* level of the node at root_addr; -1 unknown */
+	dm_gaddr	root_addr;
+	mn_load		load[DM_TREE_MAX_MEMNODES];
+	dm_offload_counters ctr;
+};
+
+static inline uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static inline void
+ewma(uint64_t *avg, uint64_t sample)
+{
+	if (*avg == 0)
+		*avg = sample ? sample : 1;
+	else
+		*avg = *avg - (*avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+}
+
+
+/* dm_offload_policy.c */
+/* The load entry of memnode mn in t's list; NULL if the tree does not use it. */
+extern mn_load *dm_offload_load_of(dm_tree *t, uint16_t memnode);
+/* The contrary choice now?  rare: with probability 1/1024 instead of 1/128. */
+extern int	dm_offload_explore_now(struct dm_offload *o, int rare);
+/* auto: whether an offload could beat the one-sided path from any level (*far: by far not). */
+extern int	dm_offload_could_win(const struct dm_offload *o, int *far);
+/* Offload from a miss at level (-1 unknown) on memnode?  explore: the contrary choice was drawn. */
+extern int	dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore);
+/* Round trips t's client made so far, and the one-sided path's sample for l_o. */
+extern uint64_t dm_offload_round_trips(dm_tree *t);
+extern void dm_offload_local_sample(dm_tree *t, uint64_t t0, uint64_t rt0);
+
+#endif							/* DM_OFFLOAD_INT_H */

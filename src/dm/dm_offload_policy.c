@@ -1,0 +1,168 @@
+/*
+ * dm_offload_policy.c — whether to offload (DM_OFFLOAD_AUTO, DEX §6.1): the
+ * cost model comparing an offload's measured latency with the one-sided
+ * path's from the level of the first cache miss, exploration that keeps
+ * both estimates fresh, and the memnodes' executor load.  The model and
+ * its constants are described at the top of dm_offload.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_offload_int.h"
+
+mn_load *
+dm_offload_load_of(dm_tree *t, uint16_t memnode)
+{
+	for (int i = 0; i < t->nmemnodes; i++)
+		if (t->memnodes[i] == memnode)
+		{
+			t->off->load[i].memnode = memnode;
+			return &t->off->load[i];
+		}
+	return NULL;
+}
+
+/* The memnode's executor load, asked for at most every LOAD_INTERVAL_NS. */
+static void
+refresh_load(dm_tree *t, mn_load *l)
+{
+	uint64_t	now = now_ns();
+	dm_rpc_off_load_rep rep;
+
+	if (now - l->last_ns < LOAD_INTERVAL_NS)
+		return;
+	l->last_ns = now;
+	if (dm_client_rpc(t->c, l->memnode, DM_RPC_OFF_LOAD, NULL, 0, &rep, sizeof(rep), sizeof(rep), NULL) != DM_OK)
+		return;
+	t->off->ctr.load_reports++;
+	if (l->uptime_ns != 0 && rep.uptime_ns > l->uptime_ns && rep.slots > 0)
+		l->busy_pct = (uint32_t) ((rep.busy_ns - l->busy_ns) * 100 /
+								  ((rep.uptime_ns - l->uptime_ns) * rep.slots));
+	l->busy_ns = rep.busy_ns;
+	l->uptime_ns = rep.uptime_ns;
+	l->slots = rep.slots;
+	l->inflight = rep.inflight;
+}
+
+/*
+ * The policy's contrary choice, with probability 1/128 (both estimates stay
+ * fresh), or 1/1024 when rare: an offload that loses by a wide margin (over
+ * shm an RPC costs ~50 one-sided operations) is still tried often enough to
+ * notice a change, without paying ~1% of that margin on every operation.
+ */
+int
+dm_offload_explore_now(struct dm_offload *o, int rare)
+{
+	o->rng ^= o->rng << 13;
+	o->rng ^= o->rng >> 7;
+	o->rng ^= o->rng << 17;
+	return (o->rng & (rare ? EXPLORE_RARE_MASK : EXPLORE_MASK)) == 0;
+}
+
+/* (L+1) x (l_o + l_s) x c: the one-sided path from a miss at level L. */
+static uint64_t
+local_cost(const struct dm_offload *o, int level)
+{
+	return (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
+}
+
+/*
+ * auto: could an offload win from any level, even the root's?  When not
+ * (over shm, where a remote read is a memory access and an RPC a socket
+ * round trip), the cache walk that finds where it would start
+ * (find_start) is not worth making: it is a second descent through the
+ * cache on every operation.  Only exploration walks then.
+ */
+int
+dm_offload_could_win(const struct dm_offload *o, int *far)
+{
+	uint64_t	most;
+
+	*far = 0;
+	if (o->mode != DM_OFFLOAD_AUTO || o->rpc_ns == 0 || o->read_ns == 0)
+		return 1;
+	most = local_cost(o, o->root_level >= 0 ? o->root_level : 2);
+	*far = o->rpc_ns > 2 * most;
+	return o->rpc_ns < most;
+}
+
+/*
+ * The policy: offload the rest of an operation from a miss at level L?
+ * explore: the caller already drew the contrary choice (could_win said no).
+ */
+int
+dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore)
+{
+	struct dm_offload *o = t->off;
+	mn_load    *l = dm_offload_load_of(t, memnode);
+	int			offload;
+	uint64_t	local_ns,
+				off_ns;
+
+	if (l == NULL)
+		return 0;
+	if (o->mode == DM_OFFLOAD_ALWAYS)
+	{
+		o->ctr.decided_offload++;
+		return 1;
+	}
+	refresh_load(t, l);
+	if (l->slots == 0 && l->uptime_ns != 0)
+		offload = 0;			/* the memnode runs no executor */
+	else if (l->busy_pct > BUSY_LIMIT_PCT)
+		offload = 0;
+	else if (explore)
+	{
+		offload = 1;
+		o->ctr.explored++;
+	}
+	else
+	{
+		if (o->rpc_ns == 0 || o->read_ns == 0)
+			offload = o->rpc_ns == 0;	/* get one sample of each first */
+		else
+		{
+			if (level < 0)
+				level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
+			local_ns = local_cost(o, level);
+			off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
+			offload = off_ns < local_ns;
+		}
+		if (dm_offload_explore_now(o, 0))
+		{
+			offload = !offload;
+			o->ctr.explored++;
+		}
+	}
+	if (offload)
+		o->ctr.decided_offload++;
+	else
+		o->ctr.decided_local++;
+	return offload;
+}
+
+uint64_t
+dm_offload_round_trips(dm_tree *t)
+{
+	dm_counters c;
+
+	dm_client_counters(t->c, -1, &c);
+	return c.round_trips;
+}
+
+/* The one-sided path, timed for l_o. */
+void
+dm_offload_local_sample(dm_tree *t, uint64_t t0, uint64_t rt0)
+{
+	uint64_t	rts = dm_offload_round_trips(t) - rt0;
+
+	if (rts > 0)
+	{
+		uint64_t	ns = now_ns() - t0;
+
+		ewma(&t->off->read_ns, ns / rts);
+		t->off->ctr.read_ns_total += ns;
+		t->off->ctr.reads += rts;
+	}
+}
+
