@@ -11,8 +11,8 @@
 #      concurrent sessions in fixed interleavings on an instance configured
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
 #   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
-#      DROP DATABASE; each assertion counts.  The scan-pin tests (011, 017)
-#      run once more with dmindex.offload = always.
+#      DROP DATABASE; each assertion counts.  The scan-pin and failover tests
+#      (011, 017, 020) run once more with dmindex.offload = always.
 #   5. fuzz (test/fuzz): each libFuzzer target for FUZZ_SECONDS (default 20)
 #      from its seed corpus; each target counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
@@ -113,13 +113,14 @@ bash test/run-tap-tests.sh 2>&1 | tee "$tap_out"
 add_summary "TAP tests" "$tap_out" "TAP tests printed no summary"
 rm -f "$tap_out"
 
-echo "== TAP: the scan-pin tests again with dmindex.offload = always"
+echo "== TAP: the scan-pin and failover tests again with dmindex.offload = always"
 # forward scans then hold executor batches instead of leaf copies: VACUUM
 # must still wait for an index-only scan's pin over them (src/pg/dmscan.c);
+# offloaded writes carry the failover high-water raise (dm_tree_writer.c);
 # PGOPTIONS reaches every session the tests open (psql, pgbench)
 tap_out=$(mktemp)
 PGOPTIONS='-c dmindex.offload=always' bash test/run-tap-tests.sh \
-    test/t/011_ios_vacuum_race.pl test/t/017_scan_pins.pl 2>&1 | tee "$tap_out"
+    test/t/011_ios_vacuum_race.pl test/t/017_scan_pins.pl test/t/020_failover.pl 2>&1 | tee "$tap_out"
 add_summary "TAP tests" "$tap_out" "TAP tests (offload) printed no summary"
 rm -f "$tap_out"
 
