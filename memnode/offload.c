@@ -44,6 +44,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dm_offload.h"
 #include "memnode.h"
@@ -95,11 +96,27 @@ make_key(void)
 
 static mn_frame_exec frame_exec;
 
+/*
+ * A test hook: DMINDEX_MEMNODE_TEST_WRITE_DELAY_MS in the memnode's
+ * environment makes every offloaded write wait that long once it has
+ * started (its token registered) and before it runs, so a test can drain a
+ * write that is still running when its client gives up (test_offload
+ * "drain running").  Unset, as in any real deployment, it costs nothing.
+ */
+static int	test_write_delay_ms;
+
 void
 mn_offload_init(int nslots, mn_frame_exec exec)
 {
+	const char *d = getenv("DMINDEX_MEMNODE_TEST_WRITE_DELAY_MS");
+
 	slots = nslots < SLOTS_MAX ? nslots : SLOTS_MAX;
 	frame_exec = exec;
+	if (d != NULL && atoi(d) > 0)
+	{
+		test_write_delay_ms = atoi(d);
+		mn_log(LOG_WARN, "test hook: every offloaded write waits %d ms before it runs", test_write_delay_ms);
+	}
 }
 
 static int
@@ -282,6 +299,12 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 		__atomic_sub_fetch(&inflight, 1, __ATOMIC_ACQ_REL);
 		__atomic_add_fetch(&n_fallbacks, 1, __ATOMIC_RELAXED);
 		return DM_ERR_FALLBACK;
+	}
+	if (test_write_delay_ms > 0 && (code == DM_RPC_OFF_INSERT || code == DM_RPC_OFF_DELETE))
+	{
+		struct timespec ts = {test_write_delay_ms / 1000, (long) (test_write_delay_ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
 	}
 	t0 = mn_mono_ns();
 	tl_ci = *ci;

@@ -1108,6 +1108,111 @@ run_wlog(int backend, const char *bname)
 	dm_client_destroy(c);
 }
 
+/*
+ * A write still running when its client gave up and drains it: the memnode
+ * (test hook DMINDEX_MEMNODE_TEST_WRITE_DELAY_MS) makes every offloaded
+ * write wait 1.5 s before it runs; the writer's client gives up after
+ * 400 ms.  A reader caches the leaf meanwhile (the write has not landed).
+ * The drain must wait until the write has landed before the cache is
+ * trusted again: returning at once would let the reader keep a copy that
+ * misses the entry for good (owned frames are never read again remotely).
+ */
+static void
+run_drain_running(int backend, const char *bname)
+{
+	const char *args[] = {"--id", "1", "--shm", "--size", "64M", "--chunk-size", "1M", NULL};
+	dm_cache_config cfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		len = dm_cache_shmem_size(&cfg);
+	void	   *mem = aligned_alloc(64, (len + 63) & ~(size_t) 63);
+	dm_cache   *cache = mem ? dm_cache_init(mem, len, &cfg) : NULL;
+	dm_client_opts wo = {.backend = backend, .name = "test_offload writer", .op_timeout_ms = 400};
+	memnode_proc md;
+	dm_client  *c = NULL,
+			   *cw = NULL;
+	dm_tree    *t = NULL,
+			   *tw = NULL,
+			   *tu = NULL;
+	dm_tree_name tn;
+	dm_node_info ni;
+	dm_offload_counters a,
+				b;
+	uint64_t	tag = 0,
+				root = 0,
+				checked = 0;
+	dm_entry	e = dm_entry_make(1001, 7);
+	int			found = -1,
+				drained = -1,
+				rc;
+	double		t0,
+				waited;
+	char		msg[256] = "";
+
+	setenv("DMINDEX_MEMNODE_TEST_WRITE_DELAY_MS", "1500", 1);
+	rc = memnode_start(&md, 0, args);
+	unsetenv("DMINDEX_MEMNODE_TEST_WRITE_DELAY_MS");
+	if (!CHECK(rc == 0 && cache, "drain running %s: a memnode whose offloaded writes take 1.5 s", bname))
+		goto out;
+	dm_tree_name_named(&tn, "drain-running");
+	if (!CHECK((c = connect_to(&md, backend, NULL)) != NULL && (t = new_tree(c, "drain-running", 256)) != NULL &&
+			   dm_tree_open_existing(c, 1, &tn, &tu) == DM_OK, "drain running %s: tree", bname))
+		goto out;
+	for (int i = 0; i < 300; i++)
+		(void) dm_tree_insert(t, dm_entry_make((uint64_t) i * 4, 0), NULL);
+	if (!CHECK(dm_tree_use_cache(t, cache, 0) == DM_OK && (cw = dm_client_create(&wo)) != NULL &&
+			   dm_client_connect(cw, md.addr, NULL) == DM_OK && dm_tree_open_existing(cw, 1, &tn, &tw) == DM_OK &&
+			   dm_tree_use_cache(tw, cache, 0) == DM_OK && dm_tree_set_offload(tw, DM_OFFLOAD_ALWAYS) == DM_OK &&
+			   dm_client_node_info(c, 0, &ni) == DM_OK, "drain running %s: a writer giving up after 400 ms", bname))
+		goto out;
+	tag = dm_cache_tree_tag(dm_tree_id(t), ni.incarnation);
+	/* the path cached but the root: the writer offloads from the root */
+	(void) dm_tree_contains(t, e, &found);
+	{
+		dm_tree_info info;
+
+		if (dm_tree_open(c, 1, &tn, &info) == DM_OK)
+			(void) dm_read(c, info.root_addr, &root, 8);
+	}
+	dm_cache_invalidate(cache, tag, root);
+	dm_tree_offload_counters(tw, &a);
+	t0 = now_ns() / 1e9;
+	rc = dm_tree_insert(tw, e, NULL);
+	dm_tree_offload_counters(tw, &b);
+	CHECK(rc != DM_OK && b.lost_writes == a.lost_writes + 1,
+		  "drain running %s: the writer gave up on its offloaded insert (%s, %" PRIu64 " lost)", bname,
+		  dm_strerror(rc), b.lost_writes - a.lost_writes);
+	/* the reader caches the leaf while the write still waits on the memnode */
+	(void) dm_tree_contains(t, e, &found);
+	CHECK(found == 0, "drain running %s: not landed yet when the reader cached the leaf (%d)", bname, found);
+	rc = dm_tree_drain_settle(t, &drained);
+	waited = now_ns() / 1e9 - t0;
+	CHECK(rc == DM_OK && drained == 1 && waited > 1.2,
+		  "drain running %s: the reader's next use drains it and waits until it has run (%s, %d drained, %.2f s "
+		  "after the insert began)", bname, dm_strerror(rc), drained, waited);
+	(void) dm_tree_contains(t, e, &found);	/* re-read, cached again */
+	while (now_ns() / 1e9 - t0 < 2.0)
+		usleep(50 * 1000);
+	(void) dm_tree_contains(t, e, &found);
+	CHECK(found == 1, "drain running %s: the reader's cache then holds the landed entry (%d)", bname, found);
+	(void) dm_tree_contains(tu, e, &found);
+	CHECK(found == 1, "drain running %s: it is in remote memory (%d)", bname, found);
+	CHECK_STATUS(dm_tree_verify_cache(t, &checked, msg, sizeof(msg)), DM_OK,
+				 "drain running %s: the cache agrees with remote memory %s", bname, msg);
+out:
+	if (tw)
+		dm_tree_close(tw);
+	if (tu)
+		dm_tree_close(tu);
+	if (t)
+		dm_tree_destroy(t);
+	if (cw)
+		dm_client_destroy(cw);
+	if (c)
+		dm_client_destroy(c);
+	if (rc == 0 || md.pid > 0)
+		CHECK(WIFEXITED(memnode_stop(&md, SIGTERM)), "drain running %s: memnode exits", bname);
+	free(mem);
+}
+
 int
 main(void)
 {
@@ -1137,5 +1242,7 @@ main(void)
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	run_declined();
 	run_isolation();
+	run_drain_running(DM_BACKEND_TCP, "tcp");
+	run_drain_running(DM_BACKEND_SHM, "shm");
 	return tap_done();
 }
