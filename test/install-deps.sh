@@ -3,9 +3,11 @@
 # PostgreSQL 15 server and headers, libnuma (memnode NUMA binding), libssl-dev
 # (libcrypto: the authentication handshake's HMAC), clang (libFuzzer targets
 # of test/fuzz) and Perl's IPC::Run (PostgreSQL's TAP test framework).  Quick
-# when all is present.
+# when all is present.  With package names as arguments it installs those
+# instead (bench/install-bench-deps.sh).
 set -euo pipefail
 PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libssl-dev libucx-dev ucx-utils clang libipc-run-perl bc"
+[ $# -eq 0 ] || PKGS="$*"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -155,19 +155,7 @@ typedef struct shared
 static shared *sh;
 
 /* Record the first failure of this child. */
-static void cfail(child_report *r, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-static void
-cfail(child_report *r, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (r->failed)
-		return;
-	r->failed = 1;
-	va_start(ap, fmt);
-	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
-	va_end(ap);
-}
+#define cfail TEST_CHILD_FAIL
 
 static dm_client *
 connect_client(const tcfg *cf, const char *who)

@@ -334,19 +334,8 @@ writer_key(int w, int i)
 	}
 }
 
-static void cfail(child_rep *r, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-static void
-cfail(child_rep *r, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (r->failed)
-		return;
-	r->failed = 1;
-	va_start(ap, fmt);
-	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
-	va_end(ap);
-}
+/* Record the first failure of this child. */
+#define cfail TEST_CHILD_FAIL
 
 static int
 torn_child(int backend, const char *name, int idx)

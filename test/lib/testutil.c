@@ -584,3 +584,16 @@ test_tree_offload(struct dm_tree *t, int idx)
 		return -1;
 	return mode;
 }
+
+void
+test_child_fail(int *failed, char *msg, size_t len, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (*failed)
+		return;
+	*failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+}

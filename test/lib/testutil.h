@@ -19,6 +19,14 @@
 /* ---- TAP --------------------------------------------------------------- */
 extern int	tap_ok(int cond, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern void tap_diag(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+/*
+ * A forked child's first failure, kept for its parent's report: sets
+ * *failed and writes the message into msg (size len) unless a failure is
+ * already recorded.  Tests wrap it for their report struct: cfail(r, ...).
+ */
+extern void test_child_fail(int *failed, char *msg, size_t len, const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
+#define TEST_CHILD_FAIL(r, ...) test_child_fail(&(r)->failed, (r)->msg, sizeof((r)->msg), __VA_ARGS__)
 /* Prints the plan; returns the process exit status (0 iff all passed). */
 extern int	tap_done(void);
 

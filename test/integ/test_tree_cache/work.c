@@ -242,19 +242,8 @@ shared *sh;
 static int	g_ready_fd = -1,
 			g_go_fd = -1;
 
-static void cfail(child_rep *r, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-static void
-cfail(child_rep *r, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (r->failed)
-		return;
-	r->failed = 1;
-	va_start(ap, fmt);
-	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
-	va_end(ap);
-}
+/* Record the first failure of this child. */
+#define cfail TEST_CHILD_FAIL
 
 /* In a child: check in, then wait until every child has (EOF on the go pipe). */
 static int
