@@ -22,7 +22,7 @@ use Test::More;
 
 our @EXPORT = qw(start_memnode restart_memnode kill_memnode stop_memnode
   memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby
-  memnode_trees query_sqlstate sql dmindex_check $idx_only $seq_only);
+  memnode_trees query_sqlstate sql dmindex_check index_matches_seqscan $idx_only $seq_only);
 
 # Prefixes that leave a query one plan: a plain index scan, or a seqscan
 # (tests compare the two answers).
@@ -285,6 +285,28 @@ sub dmindex_check
 	return sql($node, $dbname,
 		"SELECT entries, heap_tuples, ok FROM dmindex_check('$index', "
 		  . ($heapallindexed ? 'true' : 'false') . ")");
+}
+
+# index_matches_seqscan($node, $table, \@where, $label, $prefix): for each
+# condition, the rows of $table (their count and the md5 of their ids, so
+# the table needs an id column) as a plain index scan returns them (after
+# $prefix, e.g. a SET of the transport) and as a sequential scan does; a
+# diag for each that differs.  1 if every condition agrees.
+sub index_matches_seqscan
+{
+	my ($node, $table, $where, $label, $prefix) = @_;
+	$prefix //= '';
+	my $all = 1;
+	for my $w (@$where)
+	{
+		my $q = "SELECT count(*) || ':' || coalesce(md5(string_agg(id::text, ',' ORDER BY id)), '-') FROM $table WHERE $w";
+		my $via_index = sql($node, 'postgres', "$prefix $idx_only $q");
+		my $via_heap = sql($node, 'postgres', "$seq_only $q");
+		next if $via_index eq $via_heap;
+		diag "$label, $table: $w: index $via_index, seq scan $via_heap";
+		$all = 0;
+	}
+	return $all;
 }
 
 # Run sql expecting an error: returns (sqlstate, whole stderr).  The
