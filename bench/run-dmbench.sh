@@ -19,9 +19,12 @@
 # DMBENCH_OFFLOAD=off|always|auto runs the offload cells (issue 13, DEX §6
 # and its Figure 12 ablation): 2M keys, DEX's cache at 1% and 8%, workloads c,
 # b, a and e, uniform and zipf keys, tcp and shm, with that --offload mode
-# (~8 min); run it once per mode and put the three side by side with
-# bench/compare-offload.sh (round trips and RPCs per operation are in the
-# transport table, offloads and decisions in the last one).
+# (~8 min).  DMBENCH_OFFLOAD=off,always,auto runs the three modes in each
+# cell one after the other on the same tree and cache (~25 min), and the
+# results end with them side by side (auto against the better of off and
+# always): on a shared machine the load swings over minutes, so modes run
+# in separate runs (bench/compare-offload.sh puts those side by side) are
+# not comparable to 5%.
 #
 # These cells run without the compute-side node cache; bench/run-cache-bench.sh
 # runs dmbench's cache cells (--cache-policy off,inner,dex; DEX's workloads at

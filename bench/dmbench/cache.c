@@ -77,7 +77,7 @@ fmt_pct(char *buf, size_t n, double pct)
 		snprintf(buf, n, "%g%%", pct);
 }
 
-/* "off", "inner 8%", "dex 8%" (cache mode), or "" */
+/* "off", "inner 8%", "dex 8%" (cache mode; " · offload auto" with several modes), or "" */
 const char *
 cache_label(const cell *ce, char *buf, size_t n)
 {
@@ -86,77 +86,26 @@ cache_label(const cell *ce, char *buf, size_t n)
 	if (!cache_mode)
 		return "";
 	if (ce->policy == DM_CACHE_OFF)
-		return "off";
-	fmt_pct(p, sizeof(p), ce->pct);
-	snprintf(buf, n, "%s %s", policy_names[ce->policy], p);
+		snprintf(buf, n, "off");
+	else
+	{
+		fmt_pct(p, sizeof(p), ce->pct);
+		snprintf(buf, n, "%s %s", policy_names[ce->policy], p);
+	}
+	/* several --offload modes: each is a row of its own */
+	if (noffload_modes > 1)
+		snprintf(buf + strlen(buf), n - strlen(buf), " · offload %s", dm_offload_mode_name(ce->offload));
 	return buf;
 }
 
-/*
- * One cache cell: a fresh tree loaded with the same keys, a fresh cache of
- * pct% of its nodes (none for off), the workload, then verification of the
- * tree and of the cache, and the tree dropped.  0 = fine.
- */
-int
-run_cache_cell(int tr, const workload *wl, int dist, int policy, double pct)
+/* The stderr line of a measured cell: throughput, latency, reads, the cache. */
+static int
+report_cell(const cell *ce, int policy)
 {
-	cell	   *ce;
-	char		err[480],
-				lbl[48],
-				p50[32],
+	char		p50[32],
 				p99[32];
-	void	   *mem = NULL;
-	size_t		len = 0;
 	int			bad = 0;
 
-	if (ncells >= MAX_CELLS)
-	{
-		fprintf(stderr, "dmbench: more than %d cells; the rest are skipped\n", MAX_CELLS);
-		return -1;
-	}
-	ce = &cells[ncells++];
-	memset(ce, 0, sizeof(*ce));
-	ce->wl = wl;
-	ce->dist = dist;
-	ce->transport = tr;
-	ce->policy = policy;
-	ce->pct = policy == DM_CACHE_OFF ? 0 : pct;
-	fprintf(stderr, "[%s] %-4s %-7s %-10s ... ", transport_names[tr], wl->name, dist_names[dist],
-			cache_label(ce, lbl, sizeof(lbl)));
-
-	reset_rows();
-	if (create_and_load(tr, &ce->li, err, sizeof(err)) != DM_OK)
-	{
-		snprintf(ce->note, sizeof(ce->note), "bulk load: %s", err);
-		fprintf(stderr, "FAILED: %s\n", ce->note);
-		return -1;
-	}
-	if (policy != DM_CACHE_OFF)
-	{
-		dm_cache_config cfg;
-
-		memset(&cfg, 0, sizeof(cfg));
-		cfg.frame_size = node_size;
-		cfg.nframes = frames_for_pct(ce->li.have_stats ? tree_nodes(&ce->li.st) : 0, pct);
-		cfg.policy = (dm_cache_policy) policy;
-		cfg.leaf_admit_permille = leaf_admit;
-		cfg.cooling_percent = cooling_pct;
-		len = dm_cache_shmem_size(&cfg);
-		if (len == 0)
-			snprintf(ce->note, sizeof(ce->note), "dm_cache_shmem_size refused %u frames", cfg.nframes);
-		else if ((mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
-		{
-			mem = NULL;
-			snprintf(ce->note, sizeof(ce->note), "mmap of a %zu-byte cache: %s", len, strerror(errno));
-		}
-		else if ((cur_cache = dm_cache_init(mem, len, &cfg)) == NULL)
-			snprintf(ce->note, sizeof(ce->note), "dm_cache_init refused %u frames", cfg.nframes);
-		ce->nframes = cfg.nframes;
-		ce->cache_bytes = len;
-	}
-	if (policy == DM_CACHE_OFF || cur_cache)
-		run_cell(ce);
-	verify_and_drop(&ce->ei, ce);
 	if (ce->done)
 	{
 		fmt_us(p50, sizeof(p50), ce->p50_ns);
@@ -174,17 +123,118 @@ run_cache_cell(int tr, const workload *wl, int dist, int policy, double pct)
 		fprintf(stderr, "FAILED: %s", ce->note);
 		bad = 1;
 	}
-	if (ce->ei.verified < 0)
+	return bad;
+}
+
+/*
+ * One cache cell: a fresh tree loaded with the same keys, a fresh cache of
+ * pct% of its nodes (none for off), the workload, then verification of the
+ * tree and of the cache, and the tree dropped.  With several --offload
+ * modes the workload runs once per mode, one after the other on that tree
+ * and cache (each with its own warm-up), so the modes' ratios are taken
+ * within a minute of each other: on a shared machine the load swings over
+ * minutes.  0 = fine.
+ */
+int
+run_cache_cell(int tr, const workload *wl, int dist, int policy, double pct)
+{
+	cell	   *group[3];
+	int			ng = noffload_modes;
+	char		err[480],
+				lbl[48];
+	void	   *mem = NULL;
+	size_t		len = 0;
+	int			bad = 0;
+
+	if (ncells + ng > MAX_CELLS)
 	{
-		fprintf(stderr, "; VERIFY FAILED: %s", ce->ei.msg);
+		fprintf(stderr, "dmbench: more than %d cells; the rest are skipped\n", MAX_CELLS);
+		return -1;
+	}
+	for (int m = 0; m < ng; m++)
+	{
+		cell	   *ce = group[m] = &cells[ncells++];
+
+		memset(ce, 0, sizeof(*ce));
+		ce->wl = wl;
+		ce->dist = dist;
+		ce->transport = tr;
+		ce->policy = policy;
+		ce->pct = policy == DM_CACHE_OFF ? 0 : pct;
+		ce->offload = offload_modes[m];
+	}
+	reset_rows();
+	if (create_and_load(tr, &group[0]->li, err, sizeof(err)) != DM_OK)
+	{
+		snprintf(group[0]->note, sizeof(group[0]->note), "bulk load: %s", err);
+		fprintf(stderr, "[%s] %-4s %-7s FAILED: %s\n", transport_names[tr], wl->name, dist_names[dist],
+				group[0]->note);
+		return -1;
+	}
+	if (policy != DM_CACHE_OFF)
+	{
+		dm_cache_config cfg;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.frame_size = node_size;
+		cfg.nframes = frames_for_pct(group[0]->li.have_stats ? tree_nodes(&group[0]->li.st) : 0, pct);
+		cfg.policy = (dm_cache_policy) policy;
+		cfg.leaf_admit_permille = leaf_admit;
+		cfg.cooling_percent = cooling_pct;
+		len = dm_cache_shmem_size(&cfg);
+		if (len == 0)
+			snprintf(group[0]->note, sizeof(group[0]->note), "dm_cache_shmem_size refused %u frames", cfg.nframes);
+		else if ((mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+		{
+			mem = NULL;
+			snprintf(group[0]->note, sizeof(group[0]->note), "mmap of a %zu-byte cache: %s", len, strerror(errno));
+		}
+		else if ((cur_cache = dm_cache_init(mem, len, &cfg)) == NULL)
+			snprintf(group[0]->note, sizeof(group[0]->note), "dm_cache_init refused %u frames", cfg.nframes);
+		for (int m = 0; m < ng; m++)
+		{
+			group[m]->nframes = cfg.nframes;
+			group[m]->cache_bytes = len;
+		}
+	}
+	for (int m = 0; m < ng; m++)
+	{
+		cell	   *ce = group[m];
+
+		ce->li = group[0]->li;
+		fprintf(stderr, "[%s] %-4s %-7s %-10s ... ", transport_names[tr], wl->name, dist_names[dist],
+				cache_label(ce, lbl, sizeof(lbl)));
+		if (policy == DM_CACHE_OFF || cur_cache)
+		{
+			offload_mode = ce->offload;
+			run_cell(ce);
+		}
+		else if (m > 0)
+			snprintf(ce->note, sizeof(ce->note), "%s", group[0]->note);
+		bad |= report_cell(ce, policy);
+		fprintf(stderr, "\n");
+	}
+	offload_mode = offload_modes[0];
+	verify_and_drop(&group[0]->ei, group[0]);
+	for (int m = 1; m < ng; m++)
+	{
+		group[m]->ei = group[0]->ei;
+		group[m]->cache_verified = group[0]->cache_verified;
+		group[m]->cache_checked = group[0]->cache_checked;
+		memcpy(group[m]->cache_msg, group[0]->cache_msg, sizeof(group[m]->cache_msg));
+	}
+	if (group[0]->ei.verified < 0)
+	{
+		fprintf(stderr, "[%s] %-4s %-7s VERIFY FAILED: %s\n", transport_names[tr], wl->name, dist_names[dist],
+				group[0]->ei.msg);
 		bad = 1;
 	}
-	if (ce->cache_verified < 0)
+	if (group[0]->cache_verified < 0)
 	{
-		fprintf(stderr, "; CACHE VERIFY FAILED: %s", ce->cache_msg);
+		fprintf(stderr, "[%s] %-4s %-7s CACHE VERIFY FAILED: %s\n", transport_names[tr], wl->name,
+				dist_names[dist], group[0]->cache_msg);
 		bad = 1;
 	}
-	fprintf(stderr, "\n");
 	if (mem)
 		munmap(mem, len);
 	cur_cache = NULL;

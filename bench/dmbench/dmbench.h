@@ -255,6 +255,7 @@ typedef struct cell
 	load_info	li;				/* this cell's fresh load */
 	end_info	ei;				/* and the tree after it */
 	int			cache_verified; /* 1 ok, -1 failed, 0 not run */
+	int			offload;		/* DM_OFFLOAD_* the clients used */
 	uint64_t	cache_checked;	/* frames dm_tree_verify_cache compared */
 	char		cache_msg[400];
 } cell;
@@ -307,6 +308,8 @@ extern const char *out_path;
 extern int do_verify;
 extern int cache_mode;
 extern int offload_mode;
+extern int offload_modes[3];
+extern int noffload_modes;
 extern int cache_policies[3];
 extern int ncache_policies;
 extern double cache_pcts[MAX_PCTS];

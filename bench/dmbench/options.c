@@ -56,8 +56,10 @@ usage(FILE *f)
 			"                        i = 50%% read / 50%% insert, DEX's insert-intensive)\n"
 			"  --dist uniform|zipf|both   key choice of a, b, c, e (default both)\n"
 			"  --no-verify           skip dm_tree_verify at the end of each transport (and cell)\n"
-			"  --offload MODE        off (default), always or auto: clients offload the rest of an\n"
-			"                        operation to the memnode at a cache miss (DEX §6; dm_offload.h)\n"
+			"  --offload LIST        of off (default), always, auto: clients offload the rest of an\n"
+			"                        operation to the memnode at a cache miss (DEX §6; dm_offload.h);\n"
+			"                        with several, each cache cell runs them one after the other on the\n"
+			"                        same tree and cache, so their ratios come from the same minute\n"
 			"  --cache-policy LIST   cache cells: of off,inner,dex (e.g. off,inner,dex); each cell on a\n"
 			"                        fresh tree; off = without dm_tree_use_cache; default workloads c,b,a,i,e\n"
 			"  --cache-pct LIST      cache sizes, %% of the tree's nodes after the load (default 1,8,100)\n"
@@ -139,6 +141,25 @@ add_transport(const char *s, size_t n)
 	if (ntransports >= 3)
 		return -1;
 	transports[ntransports++] = tr;
+	return 0;
+}
+
+static int
+add_offload(const char *s, size_t n)
+{
+	char		w[16];
+	int			m;
+
+	if (n >= sizeof(w))
+		return -1;
+	memcpy(w, s, n);
+	w[n] = '\0';
+	if ((m = dm_offload_mode_parse(w)) < 0)
+		return -1;
+	for (int i = 0; i < noffload_modes; i++)
+		if (offload_modes[i] == m)
+			return -1;
+	offload_modes[noffload_modes++] = m;
 	return 0;
 }
 
@@ -347,11 +368,13 @@ parse_options(int argc, char **argv, int *quick)
 		}
 		else if (strcmp(a, "--offload") == 0 && v)
 		{
-			if ((offload_mode = dm_offload_mode_parse(argv[++i])) < 0)
+			noffload_modes = 0;
+			if (parse_list(argv[++i], add_offload) != 0 || noffload_modes == 0)
 			{
-				fprintf(stderr, "dmbench: bad --offload %s (off, always or auto)\n", v);
+				fprintf(stderr, "dmbench: bad --offload %s (a list of off, always, auto)\n", v);
 				return 2;
 			}
+			offload_mode = offload_modes[0];
 		}
 		else if (strcmp(a, "--cache-policy") == 0 && v)
 		{

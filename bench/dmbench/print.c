@@ -204,6 +204,73 @@ print_offload_table(FILE *f)
 	}
 }
 
+/* The cell of the same group (workload, dist, transport, cache) run with offload mode m; NULL if none. */
+static const cell *
+group_cell(const cell *ce, int m)
+{
+	for (int i = 0; i < ncells; i++)
+	{
+		const cell *o = &cells[i];
+
+		if (o->done && o->wl == ce->wl && o->dist == ce->dist && o->transport == ce->transport &&
+			o->policy == ce->policy && o->pct == ce->pct && o->offload == m)
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * --offload off,always,auto: per cell, each mode's throughput and round
+ * trips + RPCs per operation, and auto against the better of off and always
+ * (issue 13's target: never more than 5% below).
+ */
+static void
+print_offload_modes_table(FILE *f)
+{
+	fprintf(f, "| workload | dist | transport | cache |");
+	for (int m = 0; m < noffload_modes; m++)
+		fprintf(f, " %s ops/s | %s RT+RPC/op |", dm_offload_mode_name(offload_modes[m]),
+				dm_offload_mode_name(offload_modes[m]));
+	fprintf(f, " auto ÷ best of off, always |\n|---|---|---|---|");
+	for (int m = 0; m < noffload_modes; m++)
+		fprintf(f, "---:|---:|");
+	fprintf(f, "---:|\n");
+	for (int i = 0; i < ncells; i++)
+	{
+		const cell *ce = &cells[i];
+		const cell *off,
+				   *alw,
+				   *aut;
+		char		lbl[48],
+					p[32];
+		double		best;
+
+		if (!ce->done || ce->offload != offload_modes[0])
+			continue;
+		fmt_pct(p, sizeof(p), ce->pct);
+		snprintf(lbl, sizeof(lbl), "%s%s%s", ce->policy == DM_CACHE_OFF ? "off" : policy_names[ce->policy],
+				 ce->policy == DM_CACHE_OFF ? "" : " ", ce->policy == DM_CACHE_OFF ? "" : p);
+		fprintf(f, "| %s | %s | %s | %s |", ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], lbl);
+		for (int m = 0; m < noffload_modes; m++)
+		{
+			const cell *o = group_cell(ce, offload_modes[m]);
+
+			if (o)
+				fprintf(f, " %.0f | %.2f |", o->ops_per_s, per(o->ctr.round_trips + o->ctr.rpcs, o->ops));
+			else
+				fprintf(f, " - | - |");
+		}
+		off = group_cell(ce, DM_OFFLOAD_OFF);
+		alw = group_cell(ce, DM_OFFLOAD_ALWAYS);
+		aut = group_cell(ce, DM_OFFLOAD_AUTO);
+		best = off && alw ? (off->ops_per_s > alw->ops_per_s ? off->ops_per_s : alw->ops_per_s) : 0;
+		if (aut && best > 0)
+			fprintf(f, " %.2f |\n", aut->ops_per_s / best);
+		else
+			fprintf(f, " - |\n");
+	}
+}
+
 /*
  * Our zipf rows of c (RO) and a (WI) next to DEX's Table 2.  Traffic: READ +
  * WRITE payload plus 8 B per atomic (what an RDMA NIC would move; the
@@ -268,7 +335,7 @@ off_cell_of(const cell *ce)
 		const cell *o = &cells[i];
 
 		if (o->done && o->policy == DM_CACHE_OFF && o->transport == ce->transport &&
-			o->wl == ce->wl && o->dist == ce->dist)
+			o->wl == ce->wl && o->dist == ce->dist && o->offload == ce->offload)
 			return o;
 	}
 	return NULL;
@@ -364,8 +431,9 @@ print_cache_summary(FILE *f)
 			}
 			fmt_hit(h, sizeof(h), ce->policy == DM_CACHE_OFF ? -1 : hit_ratio(&ce->cs, -1));
 			fmt_hit(lh, sizeof(lh), ce->policy == DM_CACHE_OFF ? -1 : hit_ratio(&ce->cs, 0));
-			fprintf(f, "| %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.0f | %s | %.3f | %s | %s |\n",
+			fprintf(f, "| %s | %s%s%s | %s | %s | %.0f | %s | %.3f | %s | %.0f | %s | %.3f | %s | %s |\n",
 					dist_names[ce->dist], ce->policy == DM_CACHE_DEX ? "**dex**" : policy_names[ce->policy],
+					noffload_modes > 1 ? " · offload " : "", noffload_modes > 1 ? dm_offload_mode_name(ce->offload) : "",
 					pc, fr, ce->ops_per_s, r1, per(ce->ctr.ops[DM_OP_READ], n), r2, bytes, r3,
 					per(atomics_of(&ce->ctr), n), h, lh);
 		}
@@ -498,7 +566,7 @@ print_oracle_table(FILE *f)
 			const cell *ce = &cells[j];
 
 			if (ce->done && ce->wl->id == 'c' && ce->dist == o->dist && ce->policy == DM_CACHE_DEX &&
-				ce->pct == o->pct)
+				ce->pct == o->pct && ce->offload == offload_modes[0])
 			{
 				snprintf(mr, sizeof(mr), "%.3f", per(ce->ctr.ops[DM_OP_READ], ce->ops));
 				fmt_hit(mh, sizeof(mh), hit_ratio(&ce->cs, -1));
@@ -533,11 +601,21 @@ print_all(FILE *f, const char *notes)
 	print_kind_table(f);
 	fprintf(f, "\nTree counters (dm_tree_get_counters) over the measured window:\n\n");
 	print_tree_table(f);
-	if (offload_mode != DM_OFFLOAD_OFF)
+	if (noffload_modes > 1 || offload_modes[0] != DM_OFFLOAD_OFF)
 	{
-		fprintf(f, "\nOffloading (--offload %s; dm_offload.h counters over the measured window):\n\n",
-				dm_offload_mode_name(offload_mode));
+		char		modes[64] = "";
+
+		for (int m = 0; m < noffload_modes; m++)
+			snprintf(modes + strlen(modes), sizeof(modes) - strlen(modes), "%s%s", m ? "," : "",
+					 dm_offload_mode_name(offload_modes[m]));
+		fprintf(f, "\nOffloading (--offload %s; dm_offload.h counters over the measured window):\n\n", modes);
 		print_offload_table(f);
+	}
+	if (noffload_modes > 1)
+	{
+		fprintf(f, "\nOffload modes side by side (each cell's modes ran one after the other on the same tree "
+				"and cache):\n\n");
+		print_offload_modes_table(f);
 	}
 	fprintf(f, "\n%s", notes);
 	fflush(f);

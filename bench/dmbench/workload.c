@@ -137,7 +137,9 @@ int	do_verify = 1;
 /* Cache cells (--cache-policy). */
 int	cache_mode;
 
-int	offload_mode = DM_OFFLOAD_OFF;	/* --offload: every client handle (dm_offload.h) */
+int	offload_mode = DM_OFFLOAD_OFF;	/* --offload: every client handle of the cell running now (dm_offload.h) */
+int			offload_modes[3] = {DM_OFFLOAD_OFF};	/* --offload LIST: cache cells run each, back to back */
+int			noffload_modes = 1;
 
 int	cache_policies[3];	/* DM_CACHE_OFF / INNER / DEX, in the order given */
 
