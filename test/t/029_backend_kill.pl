@@ -1,4 +1,4 @@
-# 028_backend_kill.pl — backends killed (SIGKILL) in the middle of their
+# 029_backend_kill.pl — backends killed (SIGKILL) in the middle of their
 # work over shm, again and again (docs/design.md §5, "Torn nodes").
 #
 # Why: over shm a backend stores a node's new bytes itself, word by word; a
