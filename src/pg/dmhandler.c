@@ -23,6 +23,7 @@
 #include "access/xlog.h"
 #include "commands/vacuum.h"
 #include "utils/guc.h"
+#include "utils/rel.h"
 
 #include "dmam.h"
 
