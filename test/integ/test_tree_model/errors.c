@@ -125,8 +125,10 @@ run_errors(const tcfg *cf)
 						 h, ns, h == hmax ? "accepted" : "refused");
 			if (rc == DM_OK)
 			{
-				CHECK(dm_tree_leaf_format(t, &got) == DM_LEAF_HOPSCOTCH && got == h,
-					  "errors: the tree has hopscotch leaves with neighbourhood %d (got %d)", h, got);
+				int			format = dm_tree_leaf_format(t, &got);
+
+				CHECK(format == DM_LEAF_HOPSCOTCH && got == h,
+					  "errors: the tree has hopscotch leaves with neighbourhood %d (got format %d, %d)", h, format, got);
 				CHECK_STATUS(dm_tree_destroy(t), DM_OK, "errors: destroy the neighbourhood-%d tree", h);
 			}
 		}
