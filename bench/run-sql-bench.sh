@@ -340,9 +340,9 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     if [ "$LEAF_FORMATS" != sorted ]; then
         echo "Leaf formats: each dmindex row names its leaves; the formats' indexes are on copies of the"
         echo "same table (t_dm sorted, t_dh hopscotch), share the node cache (sized on their summed remote"
-        echo "size) and are measured in the same server run against the same btree cells.  SQL scans read"
-        echo "hopscotch leaves whole through the iterator (docs/design.md §5.1): the neighbourhood lookup"
-        echo "is not used by the access method yet."
+        echo "size) and are measured in the same server run against the same btree cells.  On hopscotch"
+        echo "leaves the point cell's equality scan reads the key's neighbourhood (one point lookup); range,"
+        echo "orderlimit and the insert's leaf lock read whole leaves (docs/design.md §5.1)."
     fi
     if [ -n "$MEMLIMIT" ]; then
         echo "In the limited cells the server (postmaster, backends, shared memory, the node cache and the page"
