@@ -86,7 +86,7 @@ env_vars=(
     "HOME=$WORK"
     "LANG=C.UTF-8"
 )
-# the tests' own knobs (durations of the long runs) pass through
+# the tests' own knobs (durations of the long runs) and PGOPTIONS (variant runs) pass through
 for v in PG_TEST_TIMEOUT_DEFAULT DM_PGBENCH_SECONDS DMINDEX_STRESS_SECONDS DM_SHORT_CONNECTIONS PGOPTIONS; do
     [ -n "${!v:-}" ] && env_vars+=("$v=${!v}")
 done
