@@ -15,6 +15,13 @@
 # (OUT), with the same rows in a .csv and a chart of the tps ratios in a .png
 # next to it.
 #
+# Leaf formats (LEAF_FORMATS, default "sorted"; docs/design.md §5.1): with
+# LEAF_FORMATS='sorted hopscotch' a third copy of the table, t_dh, gets a
+# dmindex with WITH (leaf_format = 'hopscotch') and the same cells run on it
+# in the same server run, each reported as its own row (column "leaf") with
+# its ratio to the same btree figure.  The node cache is then shared by both
+# trees and sized as a percentage of their summed remote size.
+#
 # Memory settings (PHASES, default "all"):
 #   all    everything in memory: shared_buffers 2GB, the tables and the btree
 #          read into the OS page cache (pg_prewarm) before the warm-up;
@@ -31,6 +38,7 @@
 #
 #   sudo bash bench/run-sql-bench.sh            # 10M rows, 20 s per cell
 #   ROWS=1000000 DURATION=5 sudo bash bench/run-sql-bench.sh
+#   LEAF_FORMATS='sorted hopscotch' BENCH_SCRIPTS='point range insert' sudo bash bench/run-sql-bench.sh
 #   BENCH_TRANSPORTS=shm BENCH_SCRIPTS='point insert' sudo bash bench/run-sql-bench.sh   # some cells only
 #   ROWS=50000000 MEMLIMIT=256M CACHES=5 OFFLOAD=auto sudo bash bench/run-sql-bench.sh # bench/run-sql-memlimit.sh
 set -euo pipefail
@@ -46,6 +54,17 @@ BENCH_SCRIPTS=${BENCH_SCRIPTS:-point range orderlimit insert}
 MEMLIMIT=${MEMLIMIT:-}
 LIMIT_SHARED_BUFFERS=${LIMIT_SHARED_BUFFERS:-64MB}
 OFFLOAD=${OFFLOAD:-}
+LEAF_FORMATS=${LEAF_FORMATS:-sorted}
+# the table whose dmindex has leaves of format $1
+dm_table() {
+    case $1 in
+        sorted) echo t_dm ;;
+        hopscotch) echo t_dh ;;
+        *) echo "LEAF_FORMATS: unknown leaf format '$1' (sorted, hopscotch)" >&2; return 1 ;;
+    esac
+}
+DM_TABLES=""
+for f in $LEAF_FORMATS; do DM_TABLES="$DM_TABLES $(dm_table "$f")" || exit 2; done
 if [ -n "$MEMLIMIT" ]; then PHASES=${PHASES:-all limit}; else PHASES=${PHASES:-all}; fi
 MEMNODE_PORT=${MEMNODE_PORT:-7470}
 PG_PORT=${PG_PORT:-5470}
@@ -55,6 +74,7 @@ CMD="ROWS=$ROWS DURATION=$DURATION CLIENTS=$CLIENTS CACHES='$CACHES' WARMUP=$WAR
 [ "$BENCH_SCRIPTS" = "point range orderlimit insert" ] || CMD="$CMD BENCH_SCRIPTS='$BENCH_SCRIPTS'"
 [ -z "$MEMLIMIT" ] || CMD="$CMD MEMLIMIT=$MEMLIMIT LIMIT_SHARED_BUFFERS=$LIMIT_SHARED_BUFFERS PHASES='$PHASES'"
 [ -z "$OFFLOAD" ] || CMD="$CMD OFFLOAD=$OFFLOAD"
+[ "$LEAF_FORMATS" = sorted ] || CMD="$CMD LEAF_FORMATS='$LEAF_FORMATS'"
 CMD="$CMD bash bench/run-sql-bench.sh"
 case " $PHASES " in *" limit "*) [ -n "$MEMLIMIT" ] || { echo "PHASES has limit: set MEMLIMIT" >&2; exit 2; } ;; esac
 
@@ -99,14 +119,16 @@ psql_() { as_user "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$WORK/pg" -p "$PG_
 ms() { date +%s%3N; }
 mb() { echo $(( $1 / 1048576 )); }
 
-echo "== loading $ROWS rows into two tables"
+echo "== loading $ROWS rows into t_bt and$DM_TABLES"
 psql_ -c "CREATE EXTENSION dmindex" -c "CREATE EXTENSION pg_prewarm" \
       -c "CREATE TABLE t_bt (k int8, v int4) WITH (autovacuum_enabled = off)" \
-      -c "CREATE TABLE t_dm (k int8, v int4) WITH (autovacuum_enabled = off)" \
       -c "SET work_mem = '1GB'" \
       -c "INSERT INTO t_bt SELECT g, g % 1000 FROM generate_series(1, $ROWS) g ORDER BY random()" \
-      -c "INSERT INTO t_dm SELECT * FROM t_bt" \
-      -c "VACUUM ANALYZE t_bt" -c "VACUUM ANALYZE t_dm"
+      -c "VACUUM ANALYZE t_bt"
+for tbl in $DM_TABLES; do
+    psql_ -c "CREATE TABLE $tbl (k int8, v int4) WITH (autovacuum_enabled = off)" \
+          -c "INSERT INTO $tbl SELECT * FROM t_bt" -c "VACUUM ANALYZE $tbl"
+done
 
 declare -A RES
 t0=$(ms); psql_ -c "CREATE INDEX t_bt_k ON t_bt USING btree (k)"; t1=$(ms)
@@ -162,7 +184,10 @@ enter_phase() {
         restart_pg "$WORK/pg" "shared_buffers = 2GB" "${conf[@]}"
         # read the tables and the btree into memory (the OS page cache; the
         # btree into shared_buffers too), so the cells do not wait for the disk
-        [ "$G" = build ] || psql_ -c "SELECT pg_prewarm('t_bt', 'read'), pg_prewarm('t_dm', 'read'), pg_prewarm('t_bt_k', 'buffer')" >/dev/null
+        if [ "$G" != build ]; then
+            for tbl in $DM_TABLES; do psql_ -c "SELECT pg_prewarm('$tbl', 'read')" >/dev/null; done
+            psql_ -c "SELECT pg_prewarm('t_bt', 'read'), pg_prewarm('t_bt_k', 'buffer')" >/dev/null
+        fi
         RES[memcfg_$G]="no limit, shared_buffers 2GB, tables and btree prewarmed"
     fi
     RES[cachecfg_$G]="${conf[*]}"
@@ -174,11 +199,19 @@ for transport in $BENCH_TRANSPORTS; do
     # writes the memnode's region itself, and those pages must not be charged
     # to the limited cgroup
     if [ -n "$MEMLIMIT" ]; then G=build enter_phase all off; fi
-    psql_ -c "DROP INDEX IF EXISTS t_dm_k"
-    t0=$(ms); PGOPTIONS="-c dmindex.transport=$transport" psql_ -c "CREATE INDEX t_dm_k ON t_dm USING dmindex (k)"; t1=$(ms)
-    RES[create_dm_$transport]=$((t1 - t0))
-    psql_ -c "ANALYZE t_dm"
-    REMOTE_BYTES=$(psql_ -At -c "SELECT remote_bytes FROM dmindex_stats('t_dm_k')")
+    REMOTE_BYTES=0
+    for f in $LEAF_FORMATS; do
+        tbl=$(dm_table "$f")
+        psql_ -c "DROP INDEX IF EXISTS ${tbl}_k"
+        t0=$(ms)
+        PGOPTIONS="-c dmindex.transport=$transport" \
+            psql_ -c "CREATE INDEX ${tbl}_k ON $tbl USING dmindex (k) WITH (leaf_format = '$f')"
+        t1=$(ms)
+        RES[create_${tbl}_$transport]=$((t1 - t0))
+        psql_ -c "ANALYZE $tbl"
+        # the cache serves every tree: sized on their sum
+        REMOTE_BYTES=$((REMOTE_BYTES + $(psql_ -At -c "SELECT remote_bytes FROM dmindex_stats('${tbl}_k')")))
+    done
     for phase in $PHASES; do
         for cache in $CACHES; do
             G=${transport}_${phase}_$cache
@@ -187,7 +220,7 @@ for transport in $BENCH_TRANSPORTS; do
             # warm-up: the same mix on both tables, unmeasured (the node cache fills;
             # pages of the tables and the btree are read as far as memory allows)
             for script in point range orderlimit; do
-                for tbl in t_bt t_dm; do
+                for tbl in t_bt $DM_TABLES; do
                     as_user env PGOPTIONS="-c dmindex.transport=$transport" "$PG_BIN/pgbench" -n -h "$WORK/pg" -p "$PG_PORT" \
                         -c "$CLIENTS" -j "$CLIENTS" -T "$WARMUP" -D rows="$ROWS" -D tbl=$tbl -f "$WORK/$script.sql" postgres >/dev/null 2>&1
                 done
@@ -195,7 +228,7 @@ for transport in $BENCH_TRANSPORTS; do
             psql_ -c "SELECT dmindex_cache_stats_reset(), dmindex_offload_stats_reset()" >/dev/null
             RES[load_$G]=$(cut -d' ' -f1 /proc/loadavg)
             for script in $BENCH_SCRIPTS; do
-                for tbl in t_bt t_dm; do
+                for tbl in t_bt $DM_TABLES; do
                     r=$(run_cell "$transport" "$script" "$tbl")
                     RES[${script}_${tbl}_$G]=$r
                     echo "   $phase memory, cache $cache: $script $tbl: $r (tps, ms)"
@@ -215,35 +248,42 @@ for transport in $BENCH_TRANSPORTS; do
         done
     done
     # the plans the cells used, for the record
-    RES[plan_$transport]=$(PGOPTIONS="-c dmindex.transport=$transport" psql_ -At \
-        -c "EXPLAIN (COSTS OFF) SELECT k, v FROM t_dm WHERE k > 5 ORDER BY k LIMIT 10" | tr '\n' ' ')
+    for tbl in $DM_TABLES; do
+        RES[plan_${tbl}_$transport]=$(PGOPTIONS="-c dmindex.transport=$transport" psql_ -At \
+            -c "EXPLAIN (COSTS OFF) SELECT k, v FROM $tbl WHERE k > 5 ORDER BY k LIMIT 10" | tr '\n' ' ')
+    done
 done
 # (dmindex_stats walks the whole tree: outside the limit, which it could exceed)
 if [ -n "$MEMLIMIT" ]; then G=build enter_phase all off; fi
-stats=$(psql_ -At -c "SELECT format('height %s, %s leaves, %s entries, fill %s, %s MB remote', height, leaf_nodes, entries, round(leaf_fill::numeric, 2), remote_bytes / 1048576) FROM dmindex_stats('t_dm_k')")
+stats=""
+for tbl in $DM_TABLES; do
+    stats="$stats${stats:+; }$(psql_ -At -c "SELECT format('%s leaves: height %s, %s leaves, %s entries, fill %s, %s MB remote', leaf_format, height, leaf_nodes, entries, round(leaf_fill::numeric, 2), remote_bytes / 1048576) FROM dmindex_stats('${tbl}_k')")"
+done
 
 phase_label() { if [ "$1" = limit ]; then echo "limit $MEMLIMIT"; else echo all; fi; }
 cache_label() { if [ "$1" = off ]; then echo off; else echo "$1%"; fi; }
 CSV=${OUT%.md}.csv
 PNG=${OUT%.md}.png
 {
-    echo "test,transport,memory,cache,btree_tps,dmindex_tps,tps_ratio,btree_ms,dmindex_ms,latency_ratio"
+    echo "test,transport,memory,cache,leaf,btree_tps,dmindex_tps,tps_ratio,btree_ms,dmindex_ms,latency_ratio"
     for transport in $BENCH_TRANSPORTS; do
         for phase in $PHASES; do
             for script in $BENCH_SCRIPTS; do
                 for cache in $CACHES; do
-                    G=${transport}_${phase}_$cache
-                    read -r tb lb <<<"${RES[${script}_t_bt_$G]}"
-                    read -r td ld <<<"${RES[${script}_t_dm_$G]}"
-                    printf '%s,%s,%s,%s,%.0f,%.0f,%.2f,%.3f,%.3f,%.2f\n' "$script" "$transport" "$(phase_label "$phase")" \
-                        "$(cache_label "$cache")" "$tb" "$td" "$(echo "$td / $tb" | bc -l)" "$lb" "$ld" "$(echo "$ld / $lb" | bc -l)"
+                    for f in $LEAF_FORMATS; do
+                        G=${transport}_${phase}_$cache
+                        read -r tb lb <<<"${RES[${script}_t_bt_$G]}"
+                        read -r td ld <<<"${RES[${script}_$(dm_table "$f")_$G]}"
+                        printf '%s,%s,%s,%s,%s,%.0f,%.0f,%.2f,%.3f,%.3f,%.2f\n' "$script" "$transport" "$(phase_label "$phase")" \
+                            "$(cache_label "$cache")" "$f" "$tb" "$td" "$(echo "$td / $tb" | bc -l)" "$lb" "$ld" "$(echo "$ld / $lb" | bc -l)"
+                    done
                 done
             done
         done
     done
 } >"$CSV"
 # the chart: tps ratio dm/bt per test, one bar per transport x memory x cache
-awk -F, -v cat=test -v ser=transport,memory,cache -v val=tps_ratio -f "$ROOT/bench/csv-wide.awk" "$CSV" >"$WORK/chart.csv"
+awk -F, -v cat=test -v ser=transport,memory,cache,leaf -v val=tps_ratio -f "$ROOT/bench/csv-wide.awk" "$CSV" >"$WORK/chart.csv"
 bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     "dmindex / btree throughput, $ROWS rows, $CLIENTS clients ($(date +%F))" "tps ratio dmindex / btree" 1
 
@@ -258,9 +298,9 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     echo
     echo "Data: [$(basename "$CSV")]($(basename "$CSV")); chart of the tps ratios: [$(basename "$PNG")]($(basename "$PNG"))."
     echo
-    echo "| test | transport | memory | cache | btree tps | dmindex tps | tps ratio dm/bt | btree ms | dmindex ms | latency ratio dm/bt |"
-    echo "|---|---|---|---|---:|---:|---:|---:|---:|---:|"
-    awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$CSV"
+    echo "| test | transport | memory | cache | leaves | btree tps | dmindex tps | tps ratio dm/bt | btree ms | dmindex ms | latency ratio dm/bt |"
+    echo "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"
+    awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 }' "$CSV"
     echo
     echo "| transport | memory | cache | server settings | node cache over the measured cells | offloading over the measured cells | memory used at the end of the cells | 1-min load start → end |"
     echo "|---|---|---|---|---|---|---|---|"
@@ -277,11 +317,18 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     echo "|---|---:|---:|"
     echo "| btree | ${RES[create_bt]} | 1.00 |"
     for transport in $BENCH_TRANSPORTS; do
-        printf '| dmindex (%s) | %s | %.2f |\n' "$transport" "${RES[create_dm_$transport]}" \
-            "$(echo "${RES[create_dm_$transport]} / ${RES[create_bt]}" | bc -l)"
+        for f in $LEAF_FORMATS; do
+            tbl=$(dm_table "$f")
+            printf '| dmindex, %s leaves (%s) | %s | %.2f |\n' "$f" "$transport" "${RES[create_${tbl}_$transport]}" \
+                "$(echo "${RES[create_${tbl}_$transport]} / ${RES[create_bt]}" | bc -l)"
+        done
     done
     echo
-    echo "Plans (ORDER BY k LIMIT 10 on t_dm):$(for transport in $BENCH_TRANSPORTS; do printf ' %s: `%s`' "$transport" "${RES[plan_$transport]}"; done)"
+    for f in $LEAF_FORMATS; do
+        tbl=$(dm_table "$f")
+        echo "Plans (ORDER BY k LIMIT 10 on $tbl, $f leaves):$(for transport in $BENCH_TRANSPORTS; do printf ' %s: `%s`' "$transport" "${RES[plan_${tbl}_$transport]}"; done)"
+        echo
+    done
     echo
     echo "Notes: with the cache off every dmindex descent reads height+1 nodes from the memnode (over shm"
     echo "a few loads, over tcp a network round trip per level).  With the cache (DEX policy: inner nodes"
@@ -290,6 +337,13 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     echo "transaction and written at commit after the WAL flush.  Each group of cells is warmed for ${WARMUP} s"
     echo "per script and table (point, range, orderlimit) after the server's restart, and its btree and"
     echo "dmindex cells come from the same server run."
+    if [ "$LEAF_FORMATS" != sorted ]; then
+        echo "Leaf formats: each dmindex row names its leaves; the formats' indexes are on copies of the"
+        echo "same table (t_dm sorted, t_dh hopscotch), share the node cache (sized on their summed remote"
+        echo "size) and are measured in the same server run against the same btree cells.  On hopscotch"
+        echo "leaves the point cell's equality scan reads the key's neighbourhood (one point lookup); range,"
+        echo "orderlimit and the insert's leaf lock read whole leaves (docs/design.md §5.1)."
+    fi
     if [ -n "$MEMLIMIT" ]; then
         echo "In the limited cells the server (postmaster, backends, shared memory, the node cache and the page"
         echo "cache of its files) runs in a memory cgroup limited to $MEMLIMIT; both cgroups' page cache is"

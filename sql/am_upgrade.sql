@@ -18,6 +18,7 @@ FROM pg_extension WHERE extname = 'dmindex';
 
 CREATE DATABASE dm_upgrade_old;
 CREATE DATABASE dm_upgrade_mid;
+CREATE DATABASE dm_upgrade_03;
 CREATE DATABASE dm_upgrade_new;
 
 -- ---- a database at 0.1 with an index, then updated ----------------------
@@ -34,6 +35,8 @@ SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 SELECT count(*), sum(id) FROM up WHERE v BETWEEN 10 AND 19;
 SELECT * FROM dmindex_check('up_v', true);
+-- 0.1 declares dmindex_stats with 8 columns: this library fills those.
+SELECT entries, node_size, memnodes FROM dmindex_stats('up_v');
 
 ALTER EXTENSION dmindex UPDATE;
 SELECT extversion = dmindex_version() AS updated
@@ -42,6 +45,10 @@ FROM pg_extension WHERE extname = 'dmindex';
 INSERT INTO up SELECT g, g % 100 FROM generate_series(3001, 3500) g;
 SELECT count(*), sum(id) FROM up WHERE v BETWEEN 10 AND 19;
 SELECT * FROM dmindex_check('up_v', true);
+-- (built without the option: the leaf format the server defaults to)
+SELECT entries, node_size, leaf_format = current_setting('dmindex.default_leaf_format') AS default_format,
+       (neighborhood IS NULL) = (leaf_format = 'sorted') AS neighborhood_if_hopscotch
+FROM dmindex_stats('up_v');
 :members \gset old_
 DROP TABLE up;
 
@@ -68,6 +75,26 @@ SELECT * FROM dmindex_check('up_v', true);
 :members \gset mid_
 DROP TABLE up;
 
+-- ---- a database at 0.3, updated: 0.4 adds the leaf format to dmindex_stats --
+\c dm_upgrade_03
+CREATE EXTENSION dmindex VERSION '0.3';
+CREATE TABLE up (id int, v int8);
+INSERT INTO up SELECT g, g % 100 FROM generate_series(1, 2000) g;
+-- the reloption is the library's: a 0.3 schema may have hopscotch indexes
+CREATE INDEX up_v ON up USING dmindex (v) WITH (leaf_format = 'hopscotch', neighborhood = 4);
+SELECT 'leaf_format' = ANY (proargnames) AS has_leaf_format, cardinality(proargnames) AS arguments
+FROM pg_proc WHERE proname = 'dmindex_stats';
+SELECT entries, node_size FROM dmindex_stats('up_v');
+ALTER EXTENSION dmindex UPDATE;
+SELECT extversion = dmindex_version() AS updated
+FROM pg_extension WHERE extname = 'dmindex';
+SELECT entries, leaf_format, neighborhood, overflow_homes >= 0 AS counts_overflow
+FROM dmindex_stats('up_v');
+INSERT INTO up SELECT g, g % 100 FROM generate_series(2001, 2500) g;
+SELECT * FROM dmindex_check('up_v', true);
+:members \gset v03_
+DROP TABLE up;
+
 -- ---- a fresh install at the default version ------------------------------
 \c dm_upgrade_new
 CREATE EXTENSION dmindex;
@@ -78,8 +105,10 @@ FROM pg_extension WHERE extname = 'dmindex';
 SELECT :'old_digest' = :'new_digest' AS same_objects,
        :old_n = :new_n AS same_count, :new_n > 50 AS has_members;
 SELECT :'mid_digest' = :'new_digest' AS same_objects_from_02, :mid_n = :new_n AS same_count_from_02;
+SELECT :'v03_digest' = :'new_digest' AS same_objects_from_03, :v03_n = :new_n AS same_count_from_03;
 
 \c :regress_db
 DROP DATABASE dm_upgrade_old;
 DROP DATABASE dm_upgrade_mid;
+DROP DATABASE dm_upgrade_03;
 DROP DATABASE dm_upgrade_new;

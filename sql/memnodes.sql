@@ -95,7 +95,8 @@ SET dmindex.op_timeout = 0;
 SET dmindex.connect_timeout = '2h';
 SET dmindex.no_such_setting = 1;
 SELECT name,
-       CASE WHEN name IN ('dmindex.memnodes', 'dmindex.cache_size', 'dmindex.gc_naptime', 'dmindex.transport', 'dmindex.offload') THEN '(set by the harness)' ELSE setting END
+       CASE WHEN name IN ('dmindex.memnodes', 'dmindex.cache_size', 'dmindex.gc_naptime', 'dmindex.transport', 'dmindex.offload',
+                    'dmindex.default_leaf_format') THEN '(set by the harness)' ELSE setting END
        AS setting,
        unit, context, vartype, boot_val, min_val, max_val, enumvals
 FROM pg_settings WHERE name LIKE 'dmindex.%' ORDER BY name;

@@ -134,11 +134,17 @@ run_regress_suite() {
     if [ -n "${REGRESS_OFFLOAD:-}" ]; then
         offload_conf="dmindex.offload = '$REGRESS_OFFLOAD'"
     fi
+    # REGRESS_LEAF_FORMAT=sorted|hopscotch: indexes built without the
+    # leaf_format option get those leaves (dmindex.default_leaf_format)
+    local leaf_conf=""
+    if [ -n "${REGRESS_LEAF_FORMAT:-}" ]; then
+        leaf_conf="dmindex.default_leaf_format = '$REGRESS_LEAF_FORMAT'"
+    fi
     if ! start_memnode "$work" "$mport" --size 256M "${region[@]}" --chunk-size 1M --fresh-region; then
         suite_failed=1
         return
     fi
-    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n%s\n%s\n" "$mport" "$transport_conf" "$offload_conf"
+    { printf "shared_preload_libraries = 'dmindex'\ndmindex.memnodes = '127.0.0.1:%s'\n%s\n%s\n%s\n" "$mport" "$transport_conf" "$offload_conf" "$leaf_conf"
       cat "$ROOT/test/regress.conf"; } >"$work/regress.conf"
     chown "$DM_USER" "$work/regress.conf"
     # shellcheck disable=SC2046

@@ -5,14 +5,16 @@
 #      and shm, robustness, failure; each assertion counts.
 #      The same again built with -fsanitize=address,undefined (build/asan).
 #   2. pg_regress (sql/, expected/): a temporary PostgreSQL instance with a
-#      memnode; each test file counts.  Run three times: as configured, over
-#      the ucx transport (UCX_TLS=posix), and with dmindex.offload = always.
+#      memnode; each test file counts.  Run four times: as configured, over
+#      the ucx transport (UCX_TLS=posix), with dmindex.offload = always, and
+#      with hopscotch leaves (dmindex.default_leaf_format).
 #   3. isolation (test/isolation/specs, expected/): pg_isolation_regress runs
 #      concurrent sessions in fixed interleavings on an instance configured
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
 #   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
 #      DROP DATABASE; each assertion counts.  The scan-pin and failover tests
-#      (011, 017, 020) run once more with dmindex.offload = always.
+#      (011, 017, 020) run once more with dmindex.offload = always, and 011
+#      and the standby test 019 with hopscotch leaves.
 #   5. fuzz (test/fuzz): each libFuzzer target for FUZZ_SECONDS (default 20)
 #      from its seed corpus; each target counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
@@ -100,6 +102,15 @@ REGRESS_OFFLOAD=always \
 passed=$((passed + suite_passed))
 failed=$((failed + suite_failed))
 
+echo "== pg_regress with dmindex.default_leaf_format = hopscotch"
+# the same suite once more, every index without the leaf_format option built
+# with hopscotch leaves (docs/design.md §5.1): the same answers are expected
+REGRESS_LEAF_FORMAT=hopscotch \
+    run_regress_suite regress-hop "$PGXS_TEST/regress/pg_regress" \
+    "$((REGRESS_MEMNODE_PORT + 4))" "$((REGRESS_PG_PORT + 4))" test/regress-schedule sql expected
+passed=$((passed + suite_passed))
+failed=$((failed + suite_failed))
+
 echo "== isolation (concurrent sessions in a fixed interleaving)"
 run_regress_suite isolation "$PGXS_TEST/isolation/pg_isolation_regress" \
     "$((REGRESS_MEMNODE_PORT + 1))" "$((REGRESS_PG_PORT + 1))" \
@@ -122,6 +133,16 @@ tap_out=$(mktemp)
 PGOPTIONS='-c dmindex.offload=always' bash test/run-tap-tests.sh \
     test/t/011_ios_vacuum_race.pl test/t/017_scan_pins.pl test/t/020_failover.pl 2>&1 | tee "$tap_out"
 add_summary "TAP tests" "$tap_out" "TAP tests (offload) printed no summary"
+rm -f "$tap_out"
+
+echo "== TAP: an index-only scan racing VACUUM and standby reads with hopscotch leaves"
+# every index the tests build without the leaf_format option gets hopscotch
+# leaves: VACUUM's bulk delete and pins (011), a standby's replica handle,
+# cache and removal horizon (019) over them
+tap_out=$(mktemp)
+PGOPTIONS='-c dmindex.default_leaf_format=hopscotch' bash test/run-tap-tests.sh \
+    test/t/011_ios_vacuum_race.pl test/t/019_standby_reads.pl 2>&1 | tee "$tap_out"
+add_summary "TAP tests" "$tap_out" "TAP tests (hopscotch) printed no summary"
 rm -f "$tap_out"
 
 echo "== fuzz (libFuzzer: frame decoder, batch validation, handshake)"

@@ -152,6 +152,16 @@ extern int	dm_tree_destroy(dm_tree *t);
 extern uint32_t dm_tree_node_size(const dm_tree *t);
 /* DM_LEAF_*, and for hopscotch leaves the neighbourhood (*neighborhood may be NULL; 0 for sorted). */
 extern int	dm_tree_leaf_format(const dm_tree *t, int *neighborhood);
+/*
+ * The neighbourhoods dm_tree_create_new accepts for hopscotch leaves of
+ * node_size bytes: DM_TREE_HOP_H_MIN up to this (at most DM_TREE_HOP_H_MAX,
+ * and no more than a leaf has buckets); 0 for an invalid node size.  For
+ * callers that check options before creating a tree (the reloptions).
+ */
+#define DM_TREE_HOP_H_MIN		2
+#define DM_TREE_HOP_H_MAX		16
+#define DM_TREE_HOP_H_DEFAULT	8
+extern int	dm_tree_hop_h_max(uint32_t node_size);
 extern uint64_t dm_tree_id(const dm_tree *t);
 /* The client a handle uses, and the memnode holding its catalog entry. */
 extern dm_client *dm_tree_client(const dm_tree *t);

@@ -311,6 +311,18 @@ dm_tree_leaf_format(const dm_tree *t, int *neighborhood)
 	return t->leaf_hop ? DM_LEAF_HOPSCOTCH : DM_LEAF_SORTED;
 }
 
+/* dm_tree.h states the limits for users that do not see dm_hop.h: they must be the same */
+_Static_assert(DM_TREE_HOP_H_MIN == DM_HOP_H_MIN && DM_TREE_HOP_H_MAX == DM_HOP_H_MAX &&
+			   DM_TREE_HOP_H_DEFAULT == DM_HOP_H_DEFAULT, "hopscotch limits differ");
+
+int
+dm_tree_hop_h_max(uint32_t node_size)
+{
+	if (!valid_node_size(node_size))
+		return 0;
+	return dm_hop_nb(node_size) < DM_HOP_H_MAX ? dm_hop_nb(node_size) : DM_HOP_H_MAX;
+}
+
 uint64_t
 dm_tree_id(const dm_tree *t)
 {

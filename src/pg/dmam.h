@@ -96,9 +96,20 @@ typedef struct DmIndexOptions
 	int			fillfactor;		/* percent, for the bulk load of CREATE INDEX */
 	int			placement_level;	/* M of DESIGN.md §5 */
 	int			memnodes_offset;	/* offset of the memnode list string, 0 = all */
+	int			leaf_format;	/* DM_LEAF_*, or DMINDEX_LEAF_UNSET: dmindex.default_leaf_format */
+	int			neighborhood;	/* hopscotch H, 0 = not given (DM_TREE_HOP_H_DEFAULT) */
 } DmIndexOptions;
 
-extern void dmindex_init_reloptions(void);	/* from _PG_init */
+#define DMINDEX_LEAF_UNSET (-1)
+
+extern void dmindex_init_reloptions(void);	/* reloptions and dmindex.default_leaf_format; from _PG_init */
+/*
+ * The leaf format (DM_LEAF_*) and neighbourhood (0 for sorted leaves) a new
+ * tree of the index gets: its reloptions, else dmindex.default_leaf_format.
+ */
+extern int	dmindex_leaf_choice(Relation index, int *neighborhood);
+/* "sorted" or "hopscotch" */
+extern const char *dmindex_leaf_format_name(int format);
 extern int	dmindex_insert_buffer;	/* GUC dmindex.insert_buffer (dminsert.c) */
 
 /* ---- key encoding (dmkey.c) ------------------------------------------------- */
@@ -155,6 +166,14 @@ typedef struct DmMetaPageData
 	uint32		fillfactor;
 	uint32		placement_level;
 	uint32		flags;			/* DMINDEX_META_* */
+	/*
+	 * The tree's leaf format (DM_LEAF_*) and hopscotch neighbourhood (0 for
+	 * sorted leaves), as the tree's catalog entry has them.  Added without a
+	 * version change: metapages written before have zeros here (PageInit
+	 * zeroes the page), which is what a sorted tree has.
+	 */
+	uint32		leaf_format;
+	uint32		neighborhood;
 } DmMetaPageData;
 
 #define DMINDEX_META_UNLOGGED_INIT 0x1	/* init fork: no tree yet, build one on first use */
@@ -247,8 +266,11 @@ extern bool dmindex_claim_held_by_other(struct dm_client *client, uint16 node, i
  * caller closes).  transactional: the tree belongs to this transaction's
  * new relfilenode and is freed if it aborts (not for the tree an unlogged
  * index makes on first use after a crash: its metapage write is not undone).
+ * init: for that tree, the init fork's metapage, whose leaf format it keeps;
+ * otherwise NULL (the reloptions, else dmindex.default_leaf_format).
  */
-extern dm_tree *dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional);
+extern dm_tree *dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional,
+									const DmMetaPageData *init);
 
 /* Raise the error for a failed tree operation (dmtreeerror.c). */
 extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_attribute_noreturn();
@@ -314,7 +336,7 @@ extern void dmcostestimate(PlannerInfo *root, IndexPath *path, double loop_count
 						   Cost *indexStartupCost, Cost *indexTotalCost,
 						   Selectivity *indexSelectivity, double *indexCorrelation,
 						   double *indexPages);
-/* amoptions: parse and validate the reloptions (node_size, fillfactor, placement_level, memnodes). */
+/* amoptions: parse and validate the reloptions (node_size, fillfactor, placement_level, memnodes, leaf_format, neighborhood). */
 extern bytea *dmoptions(Datum reloptions, bool validate);
 /* amvalidate: whether an operator class is sound (btree strategies, encode function, optional decode); each problem reported as INFO. */
 extern bool dmvalidate(Oid opclassoid);

@@ -109,7 +109,7 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	/* rebuilt in place (TRUNCATE in the creating transaction): entries for the old tree are moot */
 	dmindex_pending_rebuilt(index);
 
-	tree = dmindex_create_tree(index, MAIN_FORKNUM, true);
+	tree = dmindex_create_tree(index, MAIN_FORKNUM, true, NULL);
 
 	tupdesc = CreateTemplateTupleDesc(2);
 	TupleDescInitEntry(tupdesc, 1, "key", INT8OID, -1, 0);
@@ -192,7 +192,7 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 void
 dmbuildempty(Relation index)
 {
-	dmindex_create_tree(index, INIT_FORKNUM, true);
+	dmindex_create_tree(index, INIT_FORKNUM, true, NULL);
 }
 
 /* ambuildphasename: the name of a CREATE INDEX progress phase, NULL for an unknown one. */

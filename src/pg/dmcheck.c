@@ -1,7 +1,10 @@
 /*
  * dmcheck.c — SQL functions about one dmindex index:
  *
- *   dmindex_stats(index)  the remote tree's shape, entries and size
+ *   dmindex_stats(index)  the remote tree's shape, entries and size; from
+ *       schema 0.4 also its leaf format, neighbourhood and overflowed
+ *       hopscotch homes (a database still at 0.1-0.3 declares the first
+ *       8 columns only, and gets those)
  *   dmindex_check(index, heapallindexed)
  *       verifies the remote tree's invariants (dm_tree_verify), and with
  *       heapallindexed also that every heap tuple visible to the current
@@ -60,6 +63,10 @@ dmindex_open_checked(Oid indexoid, Relation *heap, LOCKMODE mode)
 	return index;
 }
 
+/* Columns of dmindex_stats as schema 0.1 (to 0.3) and 0.4 declare it. */
+#define STATS_COLS_01 8
+#define STATS_COLS_04 11
+
 Datum
 dmindex_stats(PG_FUNCTION_ARGS)
 {
@@ -69,13 +76,17 @@ dmindex_stats(PG_FUNCTION_ARGS)
 	dm_tree    *tree;
 	dm_tree_stats st;
 	DmMetaPageData meta;
-	Datum		values[8];
-	bool		nulls[8] = {0};
+	Datum		values[STATS_COLS_04];
+	bool		nulls[STATS_COLS_04] = {0};
 	uint64		inner = 0;
 	int			rc;
+	int			format, h;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (tupdesc->natts != STATS_COLS_01 && tupdesc->natts != STATS_COLS_04)
+		elog(ERROR, "dmindex_stats: the function is declared with %d columns, not %d or %d",
+			 tupdesc->natts, STATS_COLS_01, STATS_COLS_04);
 	index = dmindex_open_checked(indexoid, &heap, AccessShareLock);
 	dmindex_read_meta(index, &meta);
 	tree = dmindex_open_tree(index);
@@ -91,6 +102,12 @@ dmindex_stats(PG_FUNCTION_ARGS)
 	values[5] = Int64GetDatum((int64) st.remote_bytes);
 	values[6] = Int32GetDatum((int32) meta.node_size);
 	values[7] = Int32GetDatum((int32) meta.nmemnodes);
+	/* the tree's own format (dmindex_open_tree checked the metapage agrees) */
+	format = dm_tree_leaf_format(tree, &h);
+	values[8] = CStringGetTextDatum(dmindex_leaf_format_name(format));
+	values[9] = Int32GetDatum(h);
+	values[10] = Int64GetDatum((int64) st.hop_overflow_homes);
+	nulls[9] = nulls[10] = format != DM_LEAF_HOPSCOTCH;
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

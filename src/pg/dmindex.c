@@ -163,10 +163,10 @@ _PG_init(void)
 	dmindex_offload_init();
 	dmindex_gc_worker_init();
 	dmindex_scanpin_init();
+	dmindex_init_reloptions();	/* defines dmindex.default_leaf_format too */
 
 	MarkGUCPrefixReserved("dmindex");
 
-	dmindex_init_reloptions();
 	dmindex_insert_init();
 	dmindex_gc_init();
 }

@@ -194,7 +194,8 @@ placement_memnodes(Relation index, dm_client *client, uint16 *ids, uint64 *incs)
 }
 
 dm_tree *
-dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
+dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional,
+					const DmMetaPageData *init)
 {
 	DmIndexOptions *opts = index_options(index);
 	DmMetaPageData meta;
@@ -209,6 +210,23 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 	meta.node_size = opts ? opts->node_size : 1024;
 	meta.fillfactor = opts ? opts->fillfactor : 90;
 	meta.placement_level = opts ? opts->placement_level : 1;
+	/*
+	 * The tree an unlogged index gets after a crash keeps the format its
+	 * build chose (recorded in the init fork): the first user's session
+	 * may have another dmindex.default_leaf_format.
+	 */
+	if (init != NULL)
+	{
+		meta.leaf_format = init->leaf_format;
+		meta.neighborhood = init->neighborhood;
+	}
+	else
+	{
+		int			h;
+
+		meta.leaf_format = (uint32) dmindex_leaf_choice(index, &h);
+		meta.neighborhood = (uint32) h;
+	}
 
 	if (forkNum == INIT_FORKNUM)
 	{
@@ -243,6 +261,8 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 	to.writer = dmindex_writer_initial();
 	to.high_water = RecoveryInProgress() ? 0 : (uint64) GetXLogInsertRecPtr();
 	to.node_size = meta.node_size;
+	to.leaf_format = (int) meta.leaf_format;
+	to.neighborhood = (int) meta.neighborhood;
 	to.placement_level = (int) meta.placement_level;
 	to.nmemnodes = placement_memnodes(index, client, to.memnodes, meta.incarnations);
 	meta.nmemnodes = (uint16) to.nmemnodes;
@@ -276,6 +296,13 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional)
 		dmindex_raise(rc, client, NULL);
 	}
 	meta.tree_id = dm_tree_id(tree);
+	/* what the tree has is what the metapage records (dmindex_open_tree compares them) */
+	{
+		int			h;
+
+		meta.leaf_format = (uint32) dm_tree_leaf_format(tree, &h);
+		meta.neighborhood = (uint32) h;
+	}
 	/* a tree this transaction created is freed if it aborts */
 	if (transactional)
 		dmindex_gc_note_created(&meta);
@@ -416,7 +443,7 @@ dmindex_open_tree(Relation index)
 
 			(void) connect_all();
 			dmindex_gc_free_relfilenode(index->rd_node.relNode);
-			t = dmindex_create_tree(index, MAIN_FORKNUM, false);
+			t = dmindex_create_tree(index, MAIN_FORKNUM, false, &meta);
 			dm_tree_close(t);
 		}
 		UnlockPage(index, DMINDEX_METAPAGE_BLKNO, ExclusiveLock);
@@ -463,6 +490,28 @@ dmindex_open_tree(Relation index)
 				 errmsg("the remote tree of index \"%s\" is not the one it was built with",
 						RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
+	}
+	/*
+	 * The tree's own catalog entry says how its leaves are laid out, and
+	 * every reader goes by that; the metapage recorded the same at build
+	 * time.  They can differ only if one of them is damaged.
+	 */
+	{
+		int			h;
+		int			format = dm_tree_leaf_format(e->tree, &h);
+
+		if ((uint32) format != meta.leaf_format || (uint32) h != meta.neighborhood)
+		{
+			forget_cached(e);
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("the remote tree of index \"%s\" does not have the leaf format its metapage records",
+							RelationGetRelationName(index)),
+					 errdetail("The metapage records %s leaves (neighborhood %u); the tree has %s leaves (neighborhood %d).",
+							   dmindex_leaf_format_name((int) meta.leaf_format), meta.neighborhood,
+							   dmindex_leaf_format_name(format), h),
+					 errhint("REINDEX the index.")));
+		}
 	}
 	/* another live server with our instance id would cache the same ranges as its own */
 	PG_TRY();

@@ -18,6 +18,16 @@
  * the batches stopped.  Backward streams always use the iterator.  A batch
  * is a copy like the iterator's leaf: the pin covers it up to its last
  * entry, so VACUUM waits for it as for a leaf copy.
+ *
+ * Point lookups (hopscotch leaves, docs/design.md §5.1).  A forward scan
+ * for one non-NULL key, from its start, on a tree of hopscotch leaves asks
+ * dm_tree_lookup for the key's tids: it reads the key's neighbourhood in
+ * one round trip instead of whole leaves (or offloads, or falls back to
+ * whole leaves itself: an overflowed home, a key continuing in the next
+ * leaf).  The tids become the remote stream as a batch of entries, pinned
+ * like an offloaded batch.  A key with more than POINT_MAX entries, a
+ * standby (its replica handle reads whole leaves anyway, and checks the
+ * removal horizon per leaf) and everything else use the iterator.
  */
 #include "postgres.h"
 
@@ -36,6 +46,7 @@
 #include "dmam.h"
 
 #define BATCH_FIRST 64			/* entries of a stream's first offloaded batch */
+#define POINT_MAX 256			/* tids a point lookup takes (more: the iterator) */
 
 /*
  * DmScanOpaqueData — the state of one scan.
@@ -48,7 +59,8 @@
  *	batching	the remote stream is offloaded batches instead (forward
  *				only): batch[bpos..nbatch) are left of the last one, brest is
  *				the range not fetched yet (bmore: there is some), bwant the
- *				size to ask for next, bcap the room in batch
+ *				size to ask for next, bcap the room in batch.  A point
+ *				lookup's tids are one such batch, with nothing more
  *	rnext		lookahead: the remote stream's next entry (has_rnext)
  *	pend		a copy of the transaction's buffered entries inside range
  *				(sorted), npend of them; ppos is the next one to merge in the
@@ -214,6 +226,53 @@ pin_narrow(DmScanOpaque so)
 		dmindex_pin_set(so->pin, from, to);
 }
 
+/* Room for n entries in so->batch (the scan's memory). */
+static void
+batch_reserve(DmScanOpaque so, int n)
+{
+	if (so->bcap >= n)
+		return;
+	if (so->batch)
+		pfree(so->batch);
+	so->batch = MemoryContextAlloc(GetMemoryChunkContext(so), sizeof(dm_entry) * n);
+	so->bcap = n;
+}
+
+/*
+ * The remote stream of a forward scan of one non-NULL key from its start,
+ * on a tree of hopscotch leaves: the key's tids from one point lookup, as a
+ * batch.  False, with nothing changed, for any other scan, or when the key
+ * has more than POINT_MAX entries (the caller opens the iterator).
+ */
+static bool
+open_point(IndexScanDesc scan, const dm_range *r)
+{
+	DmScanOpaque so = (DmScanOpaque) scan->opaque;
+	uint64_t	tids[POINT_MAX];
+	int			n,
+				rc;
+
+	if (r->backward || so->standby || so->has_last ||
+		dm_tree_leaf_format(so->tree, NULL) != DM_LEAF_HOPSCOTCH ||
+		!r->lo_incl || !r->hi_incl || r->lo.key != r->hi.key ||
+		r->lo.tid != 0 || r->hi.tid != DM_TID_MAX)
+		return false;
+	rc = dm_tree_lookup(so->tree, r->lo.key, tids, POINT_MAX, &n);
+	dmindex_offload_publish(so->tree);
+	if (rc != DM_OK)
+		dmindex_tree_error(scan->indexRelation, so->tree, rc);
+	if (n > POINT_MAX)
+		return false;
+	batch_reserve(so, Max(n, 1));
+	for (int i = 0; i < n; i++)
+		so->batch[i] = dm_entry_make(r->lo.key, tids[i]);
+	so->batching = true;
+	so->bmore = false;
+	so->nbatch = n;
+	so->bpos = 0;
+	return true;
+}
+
 /* Open both streams in direction dir, strictly beyond the last returned entry. */
 static void
 open_streams(IndexScanDesc scan, ScanDirection dir)
@@ -258,7 +317,9 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 		MemoryContextSwitchTo(old);
 	}
 	pin_widen(so, &r);
-	if (!r.backward && !so->standby && dm_tree_get_offload(so->tree) != DM_OFFLOAD_OFF)
+	if (open_point(scan, &r))
+		;						/* the key's tids are the batch */
+	else if (!r.backward && !so->standby && dm_tree_get_offload(so->tree) != DM_OFFLOAD_OFF)
 	{
 		/* batches from the executor, fetched by next_entry (fetch_batch) */
 		so->batching = true;
@@ -302,13 +363,7 @@ fetch_batch(IndexScanDesc scan)
 				rc;
 	dm_entry	resume;
 
-	if (so->bcap < so->bwant)
-	{
-		if (so->batch)
-			pfree(so->batch);
-		so->batch = MemoryContextAlloc(GetMemoryChunkContext(so), sizeof(dm_entry) * so->bwant);
-		so->bcap = so->bwant;
-	}
+	batch_reserve(so, so->bwant);
 	so->nbatch = so->bpos = 0;
 	rc = dm_offload_scan_batch(so->tree, so->brest.lo, so->brest.lo_incl, so->brest.hi,
 							   so->brest.hi_incl, so->batch, so->bwant, &n, &more, &resume);

@@ -197,7 +197,23 @@ CONF
 	$node->append_conf('postgresql.conf', $p{conf}) if $p{conf};
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION dmindex');
+	check_pgoptions($node);
 	return $node;
+}
+
+# A variant run (test/run-tests.sh) sets dmindex.* in PGOPTIONS for every
+# session: make sure the sessions really have them, or the variant would
+# silently test the defaults.
+sub check_pgoptions
+{
+	my ($node) = @_;
+	my $opts = $ENV{PGOPTIONS} // '';
+	while ($opts =~ /-c\s*(dmindex\.\w+)=(\S+)/g)
+	{
+		my ($name, $value) = ($1, $2);
+		is($node->safe_psql('postgres', "SHOW $name"),
+			$value, "PGOPTIONS reaches the sessions: $name = $value");
+	}
 }
 
 # The primary of the standby tests (019, 021, 022): a memnode (512 MB,

@@ -93,6 +93,48 @@ run_errors(const tcfg *cf)
 	CHECK(chunks_used(c) == c0, "errors: every chunk returned after the node-size trees (%" PRIu64 " vs %" PRIu64 ")",
 		  chunks_used(c), c0);
 
+	/*
+	 * dm_tree_hop_h_max, which the PostgreSQL options check against, says
+	 * exactly what dm_tree_create_new accepts: H up to a leaf's buckets
+	 * ((N - 88) / 16), at most 16.
+	 */
+	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++)
+		CHECK(dm_tree_hop_h_max(bad_sizes[i]) == 0, "errors: no neighbourhood for node size %u (got %d)",
+			  bad_sizes[i], dm_tree_hop_h_max(bad_sizes[i]));
+	for (size_t i = 1; i < sizeof(good_sizes) / sizeof(good_sizes[0]); i++)
+	{
+		uint32_t	ns = good_sizes[i];
+		int			want = (int) (ns - 88) / 16 < DM_TREE_HOP_H_MAX ? (int) (ns - 88) / 16 : DM_TREE_HOP_H_MAX;
+		int			hmax = dm_tree_hop_h_max(ns);
+
+		CHECK(hmax == want, "errors: largest neighbourhood for node size %u is %d (got %d)", ns, want, hmax);
+		for (int h = hmax; h <= hmax + 1; h++)
+		{
+			char		name[64];
+			int			got = -1;
+
+			snprintf(name, sizeof(name), "hopmax-%u-%d", ns, h);
+			dm_tree_name_named(&tn, name);
+			memset(&opts, 0, sizeof(opts));
+			opts.node_size = ns;
+			opts.leaf_format = DM_LEAF_HOPSCOTCH;
+			opts.neighborhood = h;
+			t = NULL;
+			rc = dm_tree_create_new(c, 1, &tn, &opts, &t);
+			CHECK_STATUS(rc, h == hmax ? DM_OK : DM_ERR_INVALID, "errors: neighbourhood %d in %u-byte nodes is %s",
+						 h, ns, h == hmax ? "accepted" : "refused");
+			if (rc == DM_OK)
+			{
+				int			format = dm_tree_leaf_format(t, &got);
+
+				CHECK(format == DM_LEAF_HOPSCOTCH && got == h,
+					  "errors: the tree has hopscotch leaves with neighbourhood %d (got format %d, %d)", h, format, got);
+				CHECK_STATUS(dm_tree_destroy(t), DM_OK, "errors: destroy the neighbourhood-%d tree", h);
+			}
+		}
+	}
+	CHECK(chunks_used(c) == c0, "errors: every chunk returned after the neighbourhood trees");
+
 	/* a memnode the client is not connected to */
 	dm_tree_name_named(&tn, "unknown-memnode");
 	memset(&opts, 0, sizeof(opts));
