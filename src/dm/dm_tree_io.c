@@ -347,6 +347,7 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 {
 	dm_op		ops[16];
 	int			n = 0, g, f, sg = -1, ri = -1, hw = -1;
+	int			early[4] = {0};	/* new node i written before the batch */
 	uint64_t	v = NODE_HDR(buf)->version;
 	int			rc;
 
@@ -370,14 +371,27 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	 * New nodes must be in place before the node that makes them reachable.
 	 * Ops to one memnode execute in order, so those on the locked node's
 	 * memnode go into its batch (after the guard: a failed guard writes
-	 * nothing); the others are posted first.
+	 * nothing); the others are posted first.  So are fresh ones (version 0:
+	 * memory no node of the tree ever had, so no reader can hold their
+	 * address) when we store the words ourselves (a redo lock: shm): a
+	 * writer killed between the guard and the end of its batch leaves the
+	 * locked node DIRTY, which whoever takes its lock over repairs from the
+	 * redo slot -- but the slot holds that node's image only, so a new node
+	 * left half-written there would stay DIRTY for good once the repaired
+	 * node links it.  Written first, it is whole before anything links it.
+	 * A reused node (DEAD memory of the tree, dm_tree_reclaim.c) must stay
+	 * after the guard; a writer killed inside its write is the residual
+	 * (docs/design.md §5, "Torn nodes").
 	 */
 	for (int i = 0; i < nnew; i++)
 	{
+		int			fresh = NODE_HDR(new_bufs[i])->version == 0;
+
 		NODE_HDR(new_bufs[i])->lock = 0;
 		dm_node_seal(new_bufs[i]);
-		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr))
+		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr) || (fresh && (held & DM_LOCK_REDO)))
 		{
+			early[i] = 1;
 			if ((rc = dm_tree_fence_op(t, &ops[0], dm_gaddr_node(new_addrs[i]))) != DM_OK)
 				goto fenced;
 			dm_op_write(&ops[1], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
@@ -433,7 +447,7 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	g = n;
 	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
 	for (int i = 0; i < nnew; i++)
-		if (dm_gaddr_node(new_addrs[i]) == dm_gaddr_node(addr))
+		if (!early[i])
 			dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
 	/* from the checksum on (lock and version words are the ops'), then clean */
 	if (nnew == 0 && part_hi > part_lo && part_lo >= DM_NODE_HEADER && part_hi <= t->node_size &&
