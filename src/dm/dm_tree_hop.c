@@ -86,9 +86,11 @@ collect(const dm_entry *b, int nb, uint64_t key, uint64_t *tids, int max, int *n
 /*
  * A speculative read for a key of the hotspot buffer (top comment): *done
  * = 1 if the leaf that answered it is unchanged, the answer in tids/n.
+ * at: the leaf the descent reached (0: none made), which the pinned leaf
+ * must be.
  */
 static int
-spec_read(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, int *done)
+spec_read(dm_tree *t, uint64_t key, dm_gaddr at, uint64_t *tids, int max, int *n, int *done)
 {
 	dm_hot_ent *he = dm_hot_get(t, key);
 	uint64_t	w[2];
@@ -96,11 +98,7 @@ spec_read(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, int *done)
 	int			rc;
 
 	/* a key whose speculation failed keeps its way (and count) until pinned again */
-	if (he == NULL || (he->version & DM_VERSION_DIRTY))
-		return DM_OK;
-	/* a leaf the cache holds since answers for free: the ordinary way finds its frame */
-	if (t->cache && dm_cache_caches_level(t->cache, 0) &&
-		dm_cache_lookup(t->cache, t->ctag, he->addr, DM_FRAME_NONE, NULL) != DM_FRAME_NONE)
+	if (he == NULL || (he->version & DM_VERSION_DIRTY) || (at != 0 && he->addr != at))
 		return DM_OK;
 	dm_op_read(&op, he->addr + 8, w, 16);
 	if ((rc = dm_post(t->c, &op, 1, NULL)) != DM_OK)
@@ -149,7 +147,15 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 
 	*done = 0;
 	*n = 0;
-	if ((rc = spec_read(t, key, tids, max, n, done)) != DM_OK || *done)
+	/*
+	 * Without a cache of leaves the speculation comes first and saves the
+	 * descent too.  With one it comes after the cache had its say, so the
+	 * cache sees every leaf access as it would without the buffer (hot
+	 * leaves are admitted and stay, answering for nothing) and the buffer
+	 * only stands in for neighbourhood reads.
+	 */
+	if (!(t->cache && dm_cache_caches_level(t->cache, 0)) &&
+		((rc = spec_read(t, key, 0, tids, max, n, done)) != DM_OK || *done))
 		return rc;
 	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
 		return dm_tree_fail(t, DM_ERR_NOMEM, "out of memory");
@@ -166,6 +172,9 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 		rc = -rc;
 		goto out;
 	}
+	if (t->cache && dm_cache_caches_level(t->cache, 0) &&
+		((rc = spec_read(t, key, addr, tids, max, n, done)) != DM_OK || *done))
+		goto out;
 
 	for (int k = 0; k < HOP_READ_TRIES; k++)
 	{
