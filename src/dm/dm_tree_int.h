@@ -484,6 +484,21 @@ dm_tree_offload_release(dm_tree *t)
  */
 extern int	dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, int *done);
 
+/*
+ * The fence between two neighbouring leaves whose entries end with last and
+ * start with first: (first's key, 0) when first starts a new key, so the
+ * right leaf's range begins where its first key's range does, and a lookup
+ * of that key, which descends to (key, 0), lands in the leaf holding all of
+ * its entries instead of the one before (dm_tree_hop.c would send it to the
+ * iterator, which reads both leaves whole); first itself when the key
+ * continues across the two.
+ */
+static inline dm_entry
+dm_tree_leaf_bound(dm_entry last, dm_entry first)
+{
+	return last.key < first.key ? dm_entry_make(first.key, 0) : first;
+}
+
 /* dm_tree_hot.c: the hotspot buffer */
 /* The key's entry, or NULL. */
 extern dm_hot_ent *dm_hot_get(dm_tree *t, uint64_t key);
