@@ -173,8 +173,9 @@ extern int	dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int
  * §5.1, speculative reads): how many keys it may remember (rounded up to
  * a multiple of 4; 0 = off; DM_TREE_HOTSPOT_DEFAULT when never set).  Each
  * takes 48 bytes of this process's memory, allocated on first use; a
- * hopscotch lookup of a remembered key reads 16 bytes of its leaf and no
- * inner node.  Setting it forgets what the buffer held.
+ * hopscotch lookup of a remembered key reads 16 bytes of its leaf (and,
+ * when no cache holds leaves, no inner node).  Setting it forgets what the
+ * buffer held.
  */
 #define DM_TREE_HOTSPOT_DEFAULT 1024
 extern int	dm_tree_set_hotspot(dm_tree *t, int entries);

@@ -4,8 +4,9 @@
  * set-associative table of the keys this handle looked up often, each with
  * the leaf that answered it, the leaf's version and checksum words as they
  * were when it answered, and its answer (no tid or one).  A lookup of such
- * a key first reads only those two words (16 bytes, one READ, no descent);
- * if the version is the same clean value and the checksum too, the leaf is
+ * a key reads only those two words (16 bytes, one READ; before the descent
+ * when no cache holds leaves, else in place of the neighbourhood read); if
+ * the version is the same clean value and the checksum too, the leaf is
  * byte for byte the image that gave the answer, so the answer stands
  * (dm_tree_hop.c says why).  Anything else falls back to the neighbourhood
  * read, which pins the key again.
