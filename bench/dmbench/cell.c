@@ -505,6 +505,12 @@ run_cell(cell *ce)
 		ce->tctr.splits += r->tctr.splits;
 		ce->tctr.root_grows += r->tctr.root_grows;
 		ce->tctr.restarts += r->tctr.restarts;
+		ce->tctr.hop_reads += r->tctr.hop_reads;
+		ce->tctr.hop_retries += r->tctr.hop_retries;
+		ce->tctr.hop_whole += r->tctr.hop_whole;
+		ce->tctr.hop_fallbacks += r->tctr.hop_fallbacks;
+		ce->tctr.hop_spec_hits += r->tctr.hop_spec_hits;
+		ce->tctr.hop_spec_stale += r->tctr.hop_spec_stale;
 		ce->octr.offloads += r->octr.offloads;
 		ce->octr.fallbacks += r->octr.fallbacks;
 		ce->octr.decided_offload += r->octr.decided_offload;

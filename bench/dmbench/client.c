@@ -268,6 +268,12 @@ tcounters_sub(dm_tree_counters *a, const dm_tree_counters *b)
 	a->splits -= b->splits;
 	a->root_grows -= b->root_grows;
 	a->restarts -= b->restarts;
+	a->hop_reads -= b->hop_reads;
+	a->hop_retries -= b->hop_retries;
+	a->hop_whole -= b->hop_whole;
+	a->hop_fallbacks -= b->hop_fallbacks;
+	a->hop_spec_hits -= b->hop_spec_hits;
+	a->hop_spec_stale -= b->hop_spec_stale;
 }
 
 /*
@@ -331,6 +337,11 @@ child_main(const workload *wl, int dist, int transport, int idx, uint64_t nkeys,
 	{
 		w.t = NULL;
 		child_fail(r, st, "dm_tree_open_existing", &w);
+		_exit(1);
+	}
+	if (hotspot_entries >= 0 && (st = dm_tree_set_hotspot(w.t, hotspot_entries)) != DM_OK)
+	{
+		child_fail(r, st, "dm_tree_set_hotspot", &w);
 		_exit(1);
 	}
 	/* Cache cells: join compute instance 0 with the parent's cache (off: no call at all). */

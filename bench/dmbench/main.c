@@ -373,7 +373,16 @@ main(int argc, char **argv)
 
 	/* ---- notes ---- */
 	{
-		char		mn[128];
+		char		mn[128],
+					hot[96] = "";
+
+		if (leaf_format == DM_LEAF_HOPSCOTCH)
+		{
+			int			hk = hotspot_entries >= 0 ? hotspot_entries : DM_TREE_HOTSPOT_DEFAULT;
+
+			snprintf(hot, sizeof(hot), ", a hotspot buffer of %d keys (%d KiB) per client", hk,
+					 (int) ((size_t) hk * 48 / 1024));
+		}
 
 		if (started_memnode)
 			snprintf(mn, sizeof(mn), "started here with `--shm --size %s --threads %d` on 127.0.0.1",
@@ -381,10 +390,10 @@ main(int argc, char **argv)
 		else
 			snprintf(mn, sizeof(mn), "%d given with --memnode", nmemnode_addrs);
 		note_add(
-						 "Setup: %" PRIu64 " keys bulk-loaded (fill factor %d%%, %u-byte nodes, %s leaves), "
+						 "Setup: %" PRIu64 " keys bulk-loaded (fill factor %d%%, %u-byte nodes, %s leaves%s), "
 						 "%d client process(es), %.1f s measured per cell after %.1f s warm-up%s; memnode %s.\n\n",
 						 n_entries, fillfactor, node_size,
-						 leaf_format == DM_LEAF_HOPSCOTCH ? "hopscotch" : "sorted", nclients, duration_s, warmup_s,
+						 leaf_format == DM_LEAF_HOPSCOTCH ? "hopscotch" : "sorted", hot, nclients, duration_s, warmup_s,
 						 quick ? " (--quick)" : "", mn);
 	}
 	for (ti = 0; ti < ntransports; ti++)

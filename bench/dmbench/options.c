@@ -47,6 +47,8 @@ usage(FILE *f)
 			"  --node-size N         tree node size, 256..4096 (default 1024)\n"
 			"  --leaf-format F       sorted (default) or hopscotch (docs/design.md 5.1)\n"
 			"  --neighborhood H      hopscotch leaves: the neighbourhood, 2..16 (default 8)\n"
+			"  --hotspot N           hopscotch leaves: keys each client's hotspot buffer remembers\n"
+			"                        (speculative reads, 48 B each; 0 = off; default the library's)\n"
 			"  --duration SEC        measured seconds per cell (default 10)\n"
 			"  --warmup SEC          warm-up per cell (default duration/10, 0.2..2 s; 3 s with --cache-policy)\n"
 			"  --warmup-max SEC      with a cache, warm up past --warmup until the hit ratio of a second moves\n"
@@ -327,6 +329,15 @@ parse_options(int argc, char **argv, int *quick)
 			else
 			{
 				fprintf(stderr, "dmbench: bad --leaf-format (sorted or hopscotch)\n");
+				return 2;
+			}
+		}
+		else if (strcmp(a, "--hotspot") == 0 && v)
+		{
+			hotspot_entries = atoi(argv[++i]);
+			if (hotspot_entries < 0)
+			{
+				fprintf(stderr, "dmbench: bad --hotspot (0 or more keys)\n");
 				return 2;
 			}
 		}

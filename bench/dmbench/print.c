@@ -176,6 +176,33 @@ print_tree_table(FILE *f)
 	}
 }
 
+/* How hopscotch lookups were answered, per lookup (--leaf-format hopscotch). */
+static void
+print_hop_table(FILE *f)
+{
+	fprintf(f, "| workload | dist | transport |%s lookups | speculative hits | speculations rejected | "
+			"neighbourhood reads | neighbourhood retries | whole leaf (cached or overflowed home) | "
+			"to the iterator |\n", cache_mode ? " cache |" : "");
+	fprintf(f, "|---|---|---|%s---:|---:|---:|---:|---:|---:|---:|\n", cache_mode ? "---|" : "");
+	for (int i = 0; i < ncells; i++)
+	{
+		cell	   *ce = &cells[i];
+		uint64_t	n = ce->kops[K_READ];
+		const dm_tree_counters *t = &ce->tctr;
+		char		lbl[48],
+					cc[64] = "";
+
+		if (!ce->done || n == 0)
+			continue;
+		if (cache_mode)
+			snprintf(cc, sizeof(cc), " %s |", cache_label(ce, lbl, sizeof(lbl)));
+		fprintf(f, "| %s | %s | %s |%s %" PRIu64 " | %.3f | %.3f | %.3f | %.4f | %.3f | %.3f |\n",
+				ce->wl->name, dist_names[ce->dist], transport_names[ce->transport], cc, n,
+				per(t->hop_spec_hits, n), per(t->hop_spec_stale, n), per(t->hop_reads, n),
+				per(t->hop_retries, n), per(t->hop_whole, n), per(t->hop_fallbacks, n));
+	}
+}
+
 /* Offload counters per cell (--offload). */
 static void
 print_offload_table(FILE *f)
@@ -601,6 +628,12 @@ print_all(FILE *f, const char *notes)
 	print_kind_table(f);
 	fprintf(f, "\nTree counters (dm_tree_get_counters) over the measured window:\n\n");
 	print_tree_table(f);
+	if (leaf_format == DM_LEAF_HOPSCOTCH)
+	{
+		fprintf(f, "\nHopscotch lookups, per lookup (dm_tree_counters hop_*; hotspot buffer %s keys a client):\n\n",
+				hotspot_entries >= 0 ? "--hotspot" : "default");
+		print_hop_table(f);
+	}
 	if (noffload_modes > 1 || offload_modes[0] != DM_OFFLOAD_OFF)
 	{
 		char		modes[64] = "";

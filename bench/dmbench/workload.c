@@ -124,6 +124,8 @@ uint32_t node_size = 1024;
 int	leaf_format = DM_LEAF_SORTED;
 int	leaf_neighborhood = 0;
 
+int	hotspot_entries = -1;
+
 int	fillfactor = 90;
 
 const char *region_size = "2G";

@@ -168,14 +168,70 @@ dm_hop_remove(void *buf, int b, dm_hop_range *r)
 	NODE_HDR(buf)->count--;
 }
 
+/*
+ * Building a whole table places entries by home, lowest home first, each
+ * in the first free bucket at or after its home: with neighbourhoods all
+ * of one length, this earliest-deadline-first assignment places as many
+ * entries within their neighbourhoods as any placement can (a home's
+ * deadline, home + H, grows with the home), so fewer homes overflow than
+ * when the entries are placed one by one in key order, whose hops only
+ * approximate it.  A bulk-loaded or split leaf is read whole for every
+ * overflowed home's lookups, so this is bytes saved on every later read.
+ */
+typedef struct hop_slot
+{
+	int			home;
+	int			i;
+} hop_slot;
+
+static int
+cmp_slot(const void *a, const void *b)
+{
+	const hop_slot *x = a,
+			   *y = b;
+
+	if (x->home != y->home)
+		return x->home < y->home ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 void
 dm_hop_build(void *buf, const dm_entry *ents, int n)
 {
 	dm_hop_range r = DM_HOP_RANGE_NONE;
+	hop_slot	order[DM_NODE_MAX / sizeof(dm_entry)];
+	int			left[DM_NODE_MAX / sizeof(dm_entry)];
+	dm_entry   *B = HOP_BUCKETS(buf);
+	int			nb = hop_nb(buf);
+	int			H = NODE_HDR(buf)->hop_h;
+	int			next = 0,
+				nleft = 0;
 
-	dm_hop_init(buf, NODE_HDR(buf)->hop_h);
+	dm_hop_init(buf, H);
+	if (n > nb)
+		n = nb;					/* never asked for: a leaf holds at most nb */
 	for (int i = 0; i < n; i++)
-		(void) dm_hop_place(buf, ents[i], 0, &r);
+	{
+		order[i].home = dm_hop_home(ents[i].key, nb, H);
+		order[i].i = i;
+	}
+	qsort(order, (size_t) n, sizeof(hop_slot), cmp_slot);
+	for (int k = 0; k < n; k++)
+	{
+		int			b = next > order[k].home ? next : order[k].home;
+
+		if (b < order[k].home + H && b < nb)
+		{
+			set_entry(&B[b], ents[order[k].i]);
+			NODE_HDR(buf)->count++;
+			next = b + 1;
+		}
+		else
+			left[nleft++] = order[k].i;
+	}
+	/* what no placement fits into its neighbourhood overflows, as an insert would */
+	for (int k = 0; k < nleft; k++)
+		(void) dm_hop_place(buf, ents[left[k]], 0, &r);
 }
 
 static int

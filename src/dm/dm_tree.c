@@ -321,7 +321,9 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
 		return rc;
 	}
-	dm_node_init(rbuf, t->node_size, level, t->info.tree_id, merged[half].sep, h->high);
+	dm_node_init(rbuf, t->node_size, level, t->info.tree_id,
+				 level == 0 ? dm_tree_leaf_bound(merged[half - 1].sep, merged[half].sep) : merged[half].sep,
+				 h->high);
 	/* a leaf's new right half has the leaf's format (the executor never gets here) */
 	if (level == 0 && dm_hop_is(buf))
 		dm_hop_init(rbuf, h->hop_h);

@@ -37,7 +37,9 @@
  * to the right.  A node that fails validation DM_TREE_READ_RETRIES times is
  * reported as DM_ERR_CORRUPT.  A lookup in a hopscotch leaf reads only the
  * header and one neighbourhood, which no checksum covers: it is validated
- * by the version read before and after it instead (dm_tree_hop.c).
+ * by the version read before and after it instead; a key the handle's
+ * hotspot buffer remembers reads only the leaf's version and checksum
+ * words, which must be those its answer was read at (dm_tree_hop.c).
  *
  * Keys.  Entries order by (key, tid) as unsigned integers and are unique as
  * pairs.  A NULL key is stored as key = UINT64_MAX with DM_TID_NULL set in
@@ -175,6 +177,20 @@ extern int	dm_tree_delete(dm_tree *t, dm_entry e, int *existed);
  * the first max are stored).  For NULL keys iterate DM_RANGE_NULLS.
  */
 extern int	dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
+
+/*
+ * The hotspot buffer of a handle on a tree of hopscotch leaves (DESIGN.md
+ * §5.1, speculative reads): how many keys it may remember (rounded up to
+ * a multiple of 4; 0 = off; DM_TREE_HOTSPOT_DEFAULT when never set).  Each
+ * takes 48 bytes of this process's memory, allocated on first use; a
+ * hopscotch lookup of a remembered key reads 16 bytes of its leaf (and,
+ * when no cache holds leaves, no inner node).  Setting it forgets what the
+ * buffer held.
+ */
+#define DM_TREE_HOTSPOT_DEFAULT 1024
+extern int	dm_tree_set_hotspot(dm_tree *t, int entries);
+/* Bytes the hotspot buffer takes when full (0 when off). */
+extern size_t dm_tree_hotspot_bytes(const dm_tree *t);
 extern int	dm_tree_contains(dm_tree *t, dm_entry e, int *found);
 
 /*
@@ -515,6 +531,10 @@ typedef struct dm_tree_counters
 								 * the leaf was cached or is the root */
 	uint64_t	hop_fallbacks;	/* lookups that went to the iterator instead (the key may go
 								 * on past the leaf, the leaf moved, retries spent) */
+	uint64_t	hop_spec_hits;	/* lookups answered by a speculative read (hotspot buffer):
+								 * the leaf's version and checksum unchanged */
+	uint64_t	hop_spec_stale;	/* speculative reads rejected (the leaf was written, freed or
+								 * reused since): answered the ordinary way */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

@@ -180,15 +180,19 @@ add_item(dm_bulk *b, int level, dm_entry e, dm_gaddr child)
 	{
 		dm_gaddr	next, prev = L->addr;
 		dm_entry	prev_low = NODE_HDR(L->buf)->low;
+		dm_entry	bound = e;
 
+		/* between leaves, (key, 0) when a key starts there: dm_tree_leaf_bound */
+		if (level == 0)
+			bound = dm_tree_leaf_bound(LEAF_ENTS(L->buf)[NODE_HDR(L->buf)->count - 1], e);
 		if ((rc = dm_node_alloc(b->t, bulk_place(b, level, L->index + 1), &next)) != DM_OK)
 			return rc;
-		if ((rc = finish_node(b, level, e, next)) != DM_OK)
+		if ((rc = finish_node(b, level, bound, next)) != DM_OK)
 			return rc;
 		/* the finished node becomes a child one level up */
 		if ((rc = add_item(b, level + 1, prev_low, prev)) != DM_OK)
 			return rc;
-		start_node(b, level, next, e, prev);
+		start_node(b, level, next, bound, prev);
 		L->index++;
 	}
 	if (level == 0)

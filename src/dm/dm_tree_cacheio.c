@@ -175,10 +175,14 @@ dm_node_fetch_if_cached(dm_tree *t, dm_gaddr addr, dm_fetch_ctx ctx, void *buf)
 			return 0;
 		hint = DM_FRAME_NONE;
 	}
-	/* the policy's admission decides, as for any leaf read: whole, admitted */
+	/*
+	 * The policy's admission decides, as for any leaf read: whole, admitted.
+	 * Level -1: the coin was tossed here, dm_node_fetch must not toss again
+	 * (that read the leaf whole for one admission in a hundred, not ten).
+	 */
 	if (!io && dm_cache_should_admit(c, 0))
 	{
-		if ((rc = dm_node_fetch(t, addr, 0, ctx, buf, NULL)) != DM_OK)
+		if ((rc = dm_node_fetch(t, addr, -1, ctx, buf, NULL)) != DM_OK)
 			return -rc;
 		return 1;
 	}

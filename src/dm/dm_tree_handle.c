@@ -43,6 +43,7 @@ setup_handle(dm_client *c, uint16_t home, const dm_tree_name *name, dm_tree **ou
 	t->name = *name;
 	t->token = make_token();
 	t->lock_timeout_ms = 10000;
+	(void) dm_tree_set_hotspot(t, DM_TREE_HOTSPOT_DEFAULT);	/* used by hopscotch lookups only */
 	*out = t;
 	return DM_OK;
 }
@@ -255,6 +256,7 @@ dm_tree_close(dm_tree *t)
 	if (t)
 	{
 		free(t->hints);
+		dm_hot_free(t);
 		dm_tree_wlog_free(t);
 		dm_tree_offload_release(t);
 	}
@@ -292,6 +294,7 @@ dm_tree_destroy(dm_tree *t)
 		dm_cache_drains_forget(t->cache, t->info.tree_id);	/* nobody will drain them */
 	}
 	free(t->hints);
+	dm_hot_free(t);
 	dm_tree_offload_release(t);
 	free(t);
 	return DM_OK;

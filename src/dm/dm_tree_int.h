@@ -20,6 +20,22 @@
 #define DM_TREE_FORMAT_HOP 2	/* leaves are hopscotch leaves (meta word 14): older builds refuse */
 #define DM_TREE_MAX_LEVELS 16
 
+/*
+ * A key of the hotspot buffer (dm_tree_hot.c): the leaf that answered its
+ * lookup, that leaf's version and checksum words then, and the answer.
+ */
+typedef struct dm_hot_ent
+{
+	uint64_t	key;
+	dm_gaddr	addr;			/* the leaf; 0 = a free way */
+	uint64_t	version;		/* its clean version when it answered */
+	uint64_t	checksum;		/* its checksum word at that version */
+	uint64_t	tid;			/* the key's tid when ntids = 1 */
+	uint16_t	ntids;			/* 0 or 1 */
+	uint16_t	freq;			/* hits, aged by newcomers (replacement) */
+	uint32_t	spare;
+} dm_hot_ent;
+
 /* This handle's current grant of nodes on one memnode (dm_tree_alloc.c). */
 typedef struct dm_slab
 {
@@ -54,6 +70,9 @@ struct dm_tree
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
 	int			alloc_bulk;		/* a bulk load is running: large grants */
 	dm_tree_counters ctr;
+	/* the hotspot buffer of hopscotch lookups (dm_tree_hot.c): hot_sets sets of 4 ways, NULL until used */
+	dm_hot_ent *hot;
+	uint32_t	hot_sets;
 	/* the tree's reuse list (dm_tree_reclaim.c) */
 	dm_gaddr	reuse_blk;		/* its block, 0 = not known yet */
 	uint64_t	reuse_hint;		/* its count word when last read */
@@ -468,10 +487,38 @@ dm_tree_offload_release(dm_tree *t)
 /* dm_tree_hop.c */
 /*
  * dm_tree_lookup in a tree of hopscotch leaves: *done = 1 if answered
- * from one neighbourhood read (or a cached leaf), else 0 and the caller
- * reads whole leaves (the iterator).
+ * by a speculative read (the hotspot buffer), one neighbourhood read or a
+ * cached leaf, else 0 and the caller reads whole leaves (the iterator).
  */
 extern int	dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, int *done);
+
+/*
+ * The fence between two neighbouring leaves whose entries end with last and
+ * start with first: (first's key, 0) when first starts a new key, so the
+ * right leaf's range begins where its first key's range does, and a lookup
+ * of that key, which descends to (key, 0), lands in the leaf holding all of
+ * its entries instead of the one before (dm_tree_hop.c would send it to the
+ * iterator, which reads both leaves whole); first itself when the key
+ * continues across the two.
+ */
+static inline dm_entry
+dm_tree_leaf_bound(dm_entry last, dm_entry first)
+{
+	return last.key < first.key ? dm_entry_make(first.key, 0) : first;
+}
+
+/* dm_tree_hot.c: the hotspot buffer */
+/* The key's entry, or NULL. */
+extern dm_hot_ent *dm_hot_get(dm_tree *t, uint64_t key);
+extern void dm_hot_hit(dm_hot_ent *he);
+/*
+ * Remember that the leaf at addr, at clean version `version` with that
+ * checksum word, answered key with these n tids (n > 1: forget the key).
+ */
+extern void dm_hot_put(dm_tree *t, uint64_t key, dm_gaddr addr, uint64_t version, uint64_t checksum,
+					   const uint64_t *tids, int n);
+extern void dm_hot_drop(dm_tree *t, uint64_t key);
+extern void dm_hot_free(dm_tree *t);
 
 /* dm_tree_descend.c */
 /* Find the node at `level` that covers e: its copy in buf, address in *addr. */

@@ -340,15 +340,34 @@ dm_node_unlock(dm_tree *t, dm_gaddr addr, uint64_t held)
 	return rc == DM_OK ? DM_OK : dm_tree_transport_error(t, rc);
 }
 
+/*
+ * The three writes of a new node of a split (sealed in nb): lock 0 and its
+ * version DIRTY, then the rest, then the version clean.  A new node is
+ * unreachable until the node that links it is written, but a reused one
+ * (dm_tree_reclaim.c) may still be reached through a stale pointer to the
+ * dead leaf it was; a neighbourhood read there (dm_tree_hop.c), a seqlock
+ * on the version word with no checksum, must see the write under way
+ * rather than a clean version over half-written words.  head holds the
+ * first two words and must live until the batch is done.
+ */
+static void
+new_node_ops(dm_op *ops, dm_gaddr a, uint8_t *nb, const uint64_t *head)
+{
+	dm_op_write(&ops[0], a, head, 16);
+	dm_op_write(&ops[1], a + 16, nb + 16, dm_node_used_bytes(nb) - 16);
+	dm_op_write(&ops[2], a + 8, &NODE_HDR(nb)->version, 8);
+}
+
 static int
 write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs,
 			uint32_t part_lo, uint32_t part_hi)
 {
-	dm_op		ops[16];
+	dm_op		ops[24];
 	int			n = 0, g, f, sg = -1, ri = -1, hw = -1;
 	int			early[4] = {0};	/* new node i written before the batch */
 	uint64_t	v = NODE_HDR(buf)->version;
+	uint64_t	head[4][2];		/* each new node's lock and DIRTY version words */
 	int			rc;
 
 	if ((rc = dm_tree_writable(t, "write a node")) != DM_OK)
@@ -389,13 +408,15 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 
 		NODE_HDR(new_bufs[i])->lock = 0;
 		dm_node_seal(new_bufs[i]);
+		head[i][0] = 0;
+		head[i][1] = NODE_HDR(new_bufs[i])->version | DM_VERSION_DIRTY;
 		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr) || (fresh && (held & DM_LOCK_REDO)))
 		{
 			early[i] = 1;
 			if ((rc = dm_tree_fence_op(t, &ops[0], dm_gaddr_node(new_addrs[i]))) != DM_OK)
 				goto fenced;
-			dm_op_write(&ops[1], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
-			if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
+			new_node_ops(&ops[1], new_addrs[i], new_bufs[i], head[i]);
+			if ((rc = dm_post(t->c, ops, 4, NULL)) != DM_OK)
 				return dm_tree_transport_error(t, rc);
 			if (dm_tree_fenced_off(t, &ops[0]))
 			{
@@ -448,7 +469,10 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
 	for (int i = 0; i < nnew; i++)
 		if (!early[i])
-			dm_op_write(&ops[n++], new_addrs[i], new_bufs[i], dm_node_used_bytes(new_bufs[i]));
+		{
+			new_node_ops(&ops[n], new_addrs[i], new_bufs[i], head[i]);
+			n += 3;
+		}
 	/* from the checksum on (lock and version words are the ops'), then clean */
 	if (nnew == 0 && part_hi > part_lo && part_lo >= DM_NODE_HEADER && part_hi <= t->node_size &&
 		(NODE_HDR(buf)->flags & DM_NODE_HOP))

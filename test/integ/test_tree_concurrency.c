@@ -732,6 +732,8 @@ run_scenario(const tcfg *cf)
 		tot.hop_reads += r->ctr.hop_reads;
 		tot.hop_retries += r->ctr.hop_retries;
 		tot.hop_fallbacks += r->ctr.hop_fallbacks;
+		tot.hop_spec_hits += r->ctr.hop_spec_hits;
+		tot.hop_spec_stale += r->ctr.hop_spec_stale;
 		offloads += r->off.offloads;
 		fallbacks += r->off.fallbacks;
 	}
@@ -749,8 +751,9 @@ run_scenario(const tcfg *cf)
 	if (dm_tree_leaf_format(t, NULL) == DM_LEAF_HOPSCOTCH)
 	{
 		tap_diag("%s: hopscotch: %" PRIu64 " lookups read one neighbourhood, %" PRIu64 " such reads did not validate "
-				 "(torn or mid-write) and were redone, %" PRIu64 " lookups read whole leaves",
-				 cf->name, tot.hop_reads, tot.hop_retries, tot.hop_fallbacks);
+				 "(torn or mid-write) and were redone, %" PRIu64 " lookups read whole leaves; %" PRIu64
+				 " answered by a speculative read (hotspot buffer), %" PRIu64 " speculations rejected",
+				 cf->name, tot.hop_reads, tot.hop_retries, tot.hop_fallbacks, tot.hop_spec_hits, tot.hop_spec_stale);
 		CHECK(tot.hop_reads > 0, "%s: lookups read neighbourhoods while writers hopped entries (%" PRIu64 ")",
 			  cf->name, tot.hop_reads);
 	}

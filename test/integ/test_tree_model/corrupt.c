@@ -634,7 +634,11 @@ run_verify_detects(const tcfg *cf)
 	 * it is harmless to searches but still wrong.
 	 */
 	memcpy(mod, p1, ns);
-	INNER_ENTS(mod)[1].sep.tid = 0;
+	/* leaf fences are (key, 0) where a key starts (dm_tree_leaf_bound): then go below the key */
+	if (INNER_ENTS(mod)[1].sep.tid > 0)
+		INNER_ENTS(mod)[1].sep.tid = 0;
+	else
+		INNER_ENTS(mod)[1].sep = dm_entry_make(INNER_ENTS(mod)[1].sep.key - 1, DM_TID_MAX);
 	vd_case(pa, p1, mod, ns, "a separator below its child's low fence");
 
 	memcpy(mod, p1, ns);
