@@ -372,7 +372,7 @@ main(int argc, char **argv)
 		return 1;
 	if (mn_server_listen(&mn) < 0)
 		return 1;
-	if (mn.cfg.ucx && mn_ucx_init() < 0)
+	if (mn.cfg.ucx && mn_ucx_init(&mn, mn_server_post_ucx) < 0)
 		return 1;
 	/* at most this many workers run offloaded operations at once (offload.c) */
 	mn_offload_init(mn.cfg.offload_threads >= 0 ? mn.cfg.offload_threads : (mn.cfg.threads + 1) / 2,

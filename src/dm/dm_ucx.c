@@ -1,10 +1,12 @@
 /*
  * dm_ucx.c — the ucx backend: one-sided get, put and atomics on a
  * memnode's region through UCX (on InfiniBand/RoCE: rdma-core verbs; here
- * UCX's tcp and shared-memory transports).  The tcp connection stays the
- * control channel, as for shm: the handshake (and its authentication) runs
- * on it first, and only then does the UCX_ATTACH RPC hand out the rkey and
- * the memnode's worker address; RPCs keep using it too.
+ * UCX's tcp and shared-memory transports), and RPCs as UCX active messages
+ * on the same endpoint.  The tcp connection stays the control channel: the
+ * handshake (and its authentication) runs on it first, and only then does
+ * the UCX_ATTACH RPC hand out the rkey, the memnode's worker address and
+ * the token that names this connection in RPCs over UCX; its hang-up is how
+ * either side learns the other gave up (see dm_ucx_rpc).
  *
  * UCX is loaded with dlopen() at the first ucx connection, after setting
  * (unless the environment sets them) UCX_ERROR_SIGNALS empty and UCX's
@@ -21,7 +23,9 @@
  * the call returns after a flush, i.e. when every write is in the region.
  * As over shm, a batch is not atomic at the memnode: a client that dies
  * in the middle leaves a prefix applied (the tree's redo slots repair it;
- * dm_client_is_local is true for ucx).
+ * dm_client_is_local is true for ucx).  Where UCX maps the region into
+ * this process (shared memory, a region UCX allocated: ucp_rkey_ptr), a
+ * validated batch runs on that mapping as over shm (dm_shm_exec).
  *
  * Liveness: transport errors of the endpoint (memnode gone over tcp or
  * verbs) break the connection as DM_ERR_CLOSED.  A shared-memory segment
@@ -119,6 +123,12 @@ tls_only_shared_memory(void)
 	return 1;
 }
 
+int
+dm_ucx_no_peer_errors(void)
+{
+	return tls_only_shared_memory();
+}
+
 /* Load UCX and create this process's context; NULL with a reason on failure. */
 static ucp_context_h
 ucx_context(void)
@@ -146,7 +156,7 @@ ucx_context(void)
 				U.ucp_config_modify(config, "ATOMIC_MODE", "cpu");
 			memset(&params, 0, sizeof(params));
 			params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-			params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+			params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
 			params.mt_workers_shared = 1;	/* clients of different threads share it */
 			st = U.ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &ucx_ctx);
 			U.ucp_config_release(config);
@@ -231,6 +241,9 @@ dm_ucx_close(dm_conn *cn)
 	}
 	cn->ucx_ep = NULL;
 	cn->ucx_rkey = NULL;
+	cn->ucx_local = NULL;		/* UCX's mapping went with the rkey */
+	/* a reply still on its way to a connection given up on matches nothing */
+	memset(cn->ucx_token, 0, sizeof(cn->ucx_token));
 	free(cn->ucx_sb);
 	cn->ucx_sb = NULL;
 }
@@ -254,14 +267,18 @@ coarse_ns(void)
 }
 
 /*
- * Wait for req until the deadline: poll the worker for spin_us, then sleep
- * on its wake-up fd through the client's wait callback.
+ * Wait until the deadline for req to complete or, when flag is given, for
+ * *flag to become non-zero (an RPC's reply; req is then its send, whose
+ * failure ends the wait): poll the worker for spin_us, then sleep on its
+ * wake-up fd through the client's wait callback.  req (may be NULL then)
+ * is freed on every path.
  */
 static int
-wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *what)
+wait_done(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t deadline, const char *what)
 {
 	uint64_t	spin_until = dm_mono_ns() + (uint64_t) (c->opts.spin_us > 0 ? c->opts.spin_us : 0) * 1000u;
-	ucs_status_t st;
+	ucs_status_t st = UCS_OK;
+	int			rc = DM_OK;
 
 	/* 0: from now (a batch whose ops all complete at once never reads the clock) */
 	if (deadline == 0)
@@ -273,29 +290,31 @@ wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *wh
 
 		while (U.ucp_worker_progress(c->ucx_worker) != 0)
 			;
-		if ((st = status_of(req)) != UCS_INPROGRESS)
+		if (flag == NULL ? (st = status_of(req)) != UCS_INPROGRESS : *flag != 0)
 			break;
+		if (flag != NULL && req != NULL && (st = status_of(req)) != UCS_INPROGRESS && st != UCS_OK)
+			break;				/* the request could not be sent: no reply will come */
+		st = UCS_OK;
 		now = dm_mono_ns();
 		if (now >= deadline)
 		{
-			U.ucp_request_free(req);
-			return dm_fail(c, cn, DM_ERR_TIMEOUT, "no completion of %s within %d ms", what, c->opts.op_timeout_ms);
+			rc = dm_fail(c, cn, DM_ERR_TIMEOUT, "no completion of %s within %d ms", what, c->opts.op_timeout_ms);
+			break;
 		}
 		if (now < spin_until)
 			continue;
 		if (U.ucp_worker_arm(c->ucx_worker) == UCS_OK)
 		{
 			int			ms = (int) ((deadline - now + 999999) / 1000000);
-			int			rc;
 
 			if (ms > 100)
 				ms = 100;		/* the worker's fd may miss a completion of another transport */
 			if (c->opts.wait)
 			{
-				if ((rc = c->opts.wait(c->opts.wait_arg, c->ucx_efd, 0, ms)) < 0)
+				if (c->opts.wait(c->opts.wait_arg, c->ucx_efd, 0, ms) < 0)
 				{
-					U.ucp_request_free(req);
-					return dm_fail(c, cn, DM_ERR_INTERRUPTED, "wait for %s interrupted", what);
+					rc = dm_fail(c, cn, DM_ERR_INTERRUPTED, "wait for %s interrupted", what);
+					break;
 				}
 			}
 			else
@@ -311,14 +330,21 @@ wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *wh
 		/* transports without (prompt) peer failure reports: the control socket tells */
 		if (control_closed(cn, 0))
 		{
-			U.ucp_request_free(req);
-			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+			rc = dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+			break;
 		}
 	}
-	U.ucp_request_free(req);
-	if (st != UCS_OK)
-		return dm_fail(c, cn, op_error(cn, st), "%s failed: %s", what, U.ucs_status_string(st));
-	return DM_OK;
+	if (req != NULL)
+		U.ucp_request_free(req);	/* an unfinished send: released when UCX is done with it */
+	if (rc == DM_OK && st != UCS_OK)
+		rc = dm_fail(c, cn, op_error(cn, st), "%s failed: %s", what, U.ucs_status_string(st));
+	return rc;
+}
+
+static int
+wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *what)
+{
+	return wait_done(c, cn, req, NULL, deadline, what);
 }
 
 /* An nbx call's result: done, in progress (kept in reqs), or failed. */
@@ -424,6 +450,16 @@ read_sb_words(dm_client *c, dm_conn *cn, uint64_t words[2], uint64_t *inc)
 	void	   *reqs[2];
 	int			nreq = 0, rc;
 
+	if (cn->ucx_local != NULL)
+	{
+		const dm_superblock *sb = (const dm_superblock *) cn->ucx_local;
+
+		words[0] = __atomic_load_n(&sb->state, __ATOMIC_ACQUIRE);
+		words[1] = __atomic_load_n(&sb->heartbeat_ns, __ATOMIC_RELAXED);
+		*inc = __atomic_load_n(&sb->incarnation, __ATOMIC_RELAXED);
+		return DM_OK;
+	}
+
 	_Static_assert(offsetof(dm_superblock, heartbeat_ns) == offsetof(dm_superblock, state) + 8,
 				   "state and heartbeat are adjacent");
 	if ((rc = track(c, cn, get(cn, words, offsetof(dm_superblock, state), 16), reqs, &nreq, "a liveness read")) != DM_OK ||
@@ -440,7 +476,8 @@ read_sb_words(dm_client *c, dm_conn *cn, uint64_t words[2], uint64_t *inc)
 /*
  * Judge the memnode's liveness (at most every LIVENESS_EVERY_NS unless
  * forced).  The memnode beats every 50 ms; its clock is not ours (another
- * host), so we watch the value change.  A heartbeat quiet for 150 ms is
+ * host), so we watch the value change (over shared memory it is ours: the
+ * beat's age is read directly).  A heartbeat quiet for 150 ms is
  * waited for, up to op_timeout, as tcp waits for a reply: a stopped
  * memnode is a timeout, a dead one (control socket closed) CLOSED.
  */
@@ -468,13 +505,23 @@ check_alive(dm_client *c, dm_conn *cn, int force)
 			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode is reattaching to its region");
 		if (words[0] != DM_SB_LIVE)
 			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
-		if (words[1] != cn->ucx_hb)
+		if (cn->ucx_local != NULL)
+		{
+			/*
+			 * Shared memory: the memnode is on this host, its heartbeat is
+			 * our CLOCK_MONOTONIC (as over shm), so its age is known even
+			 * after we were idle -- a changed value could be from long ago.
+			 */
+			if (words[1] > now || now - words[1] < 150000000u)
+				return DM_OK;
+		}
+		else if (words[1] != cn->ucx_hb)
 		{
 			cn->ucx_hb = words[1];
 			cn->ucx_hb_seen_ns = now;
 			return DM_OK;
 		}
-		if (now - cn->ucx_hb_seen_ns < 150000000u)
+		else if (now - cn->ucx_hb_seen_ns < 150000000u)
 			return DM_OK;
 		if (deadline == 0)
 			deadline = now + (uint64_t) c->opts.op_timeout_ms * 1000000u;
@@ -495,7 +542,11 @@ dm_ucx_check(dm_client *c, dm_conn *cn)
 	return check_alive(c, cn, 1);
 }
 
-/* The UCX_ATTACH RPC on the (handshaken) control connection; the reply lands in cn->rbuf. */
+/*
+ * The UCX_ATTACH RPC on the (handshaken) control connection, with our
+ * worker's address (where the memnode sends replies to RPCs over UCX); the
+ * reply lands in cn->rbuf.
+ */
 static int
 attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 {
@@ -503,17 +554,33 @@ attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 	{
 		dm_frame_hdr h;
 		dm_rpc_hdr	r;
-		dm_rpc_u64	a;
-	}			req;
+		dm_rpc_ucx_attach_req a;
+	}		   *req;
 	dm_frame_hdr *rh;
 	uint64_t	deadline = dm_deadline(c->opts.connect_timeout_ms);
+	ucp_address_t *addr = NULL;
+	size_t		addr_len = 0;
+	ucs_status_t st;
 	int			rc;
 
-	memset(&req, 0, sizeof(req));
-	dm_hdr_init(&req.h, DM_MSG_RPC, sizeof(req), ++cn->seq);
-	req.r.code = DM_RPC_UCX_ATTACH;
-	if ((rc = dm_sock_send(c, cn, &req, sizeof(req), deadline)) != DM_OK ||
-		(rc = dm_sock_recv_frame(c, cn, DM_MSG_RPC, cn->seq, deadline, &rh)) != DM_OK)
+	if ((st = U.ucp_worker_get_address(c->ucx_worker, &addr, &addr_len)) != UCS_OK)
+		return dm_fail(c, cn, DM_ERR_NOSHM, "cannot get our UCX worker address: %s", U.ucs_status_string(st));
+	if (addr_len > DM_UCX_ADDR_MAX || (req = calloc(1, sizeof(*req))) == NULL)
+	{
+		U.ucp_worker_release_address(c->ucx_worker, addr);
+		return dm_fail(c, cn, addr_len > DM_UCX_ADDR_MAX ? DM_ERR_NOSHM : DM_ERR_NOMEM,
+					   "our UCX worker address takes %zu bytes, more than %d: restrict UCX_TLS",
+					   addr_len, DM_UCX_ADDR_MAX);
+	}
+	req->a.addr_len = (uint32_t) addr_len;
+	req->a.flags = no_peer_mode ? 0 : DM_UCX_PEER_ERRORS;	/* our endpoint's, mirrored by the memnode's */
+	memcpy(req->a.addr, addr, addr_len);
+	U.ucp_worker_release_address(c->ucx_worker, addr);
+	dm_hdr_init(&req->h, DM_MSG_RPC, sizeof(*req), ++cn->seq);
+	req->r.code = DM_RPC_UCX_ATTACH;
+	rc = dm_sock_send(c, cn, req, sizeof(*req), deadline);
+	free(req);
+	if (rc != DM_OK || (rc = dm_sock_recv_frame(c, cn, DM_MSG_RPC, cn->seq, deadline, &rh)) != DM_OK)
 		return rc == DM_ERR_TIMEOUT ? dm_fail(c, cn, DM_ERR_CONNECT, "UCX attach timed out") : rc;
 	if (rh->status == DM_ERR_NOSHM || rh->status == DM_ERR_INVALID)
 		return dm_fail(c, cn, DM_ERR_NOSHM, "memnode does not export its region through UCX (start it with --ucx)");
@@ -523,9 +590,93 @@ attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "UCX attach reply too short");
 	memcpy(rep, cn->rbuf + DM_HDR_SIZE + sizeof(dm_rpc_hdr), sizeof(*rep));
 	if (rep->rkey_len == 0 || rep->addr_len == 0 || rep->rkey_len + rep->addr_len > DM_UCX_BLOB_MAX ||
-		rh->length < DM_HDR_SIZE + sizeof(dm_rpc_hdr) + sizeof(*rep) + rep->rkey_len + rep->addr_len)
+		rh->length < DM_HDR_SIZE + sizeof(dm_rpc_hdr) + sizeof(*rep) + rep->rkey_len + rep->addr_len ||
+		(rep->token[0] == 0 && rep->token[1] == 0))
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "UCX attach reply is malformed");
 	*blob = cn->rbuf + DM_HDR_SIZE + sizeof(dm_rpc_hdr) + sizeof(*rep);
+	return DM_OK;
+}
+
+/*
+ * A reply to an RPC over UCX (dm_ucx_rpc), run inside ucp_worker_progress.
+ * Taken only if it names the connection whose reply is awaited (token) and
+ * carries the awaited seq; a late reply to a request given up on (its
+ * connection was broken, its token forgotten) is dropped.
+ */
+static ucs_status_t
+rpc_reply(void *arg, const void *header, size_t header_length, void *data, size_t length,
+		  const ucp_am_recv_param_t *param)
+{
+	dm_client  *c = arg;
+	dm_conn    *cn = c->ucx_rpc_cn;
+	dm_ucx_am_hdr ah;
+	dm_frame_hdr h;
+
+	if (cn == NULL || header_length != sizeof(ah))
+		return UCS_OK;
+	memcpy(&ah, header, sizeof(ah));
+	if (memcmp(ah.token, cn->ucx_token, sizeof(ah.token)) != 0)
+		return UCS_OK;
+	if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length < DM_HDR_SIZE)
+	{
+		cn->ucx_rpc_state = -1;
+		return UCS_OK;
+	}
+	memcpy(&h, data, sizeof(h));
+	if (h.seq != cn->seq)
+		return UCS_OK;
+	if (dm_hdr_check(&h, DM_FRAME_MAX) != DM_OK || h.length != length ||
+		h.type != (DM_MSG_RPC | DM_MSG_REPLY) || h.status > DM_STATUS_MAX ||
+		dm_buf_reserve(&cn->rbuf, &cn->rcap, (uint32_t) length) != DM_OK)
+	{
+		cn->ucx_rpc_state = -1;
+		return UCS_OK;
+	}
+	memcpy(cn->rbuf, data, length);
+	cn->ucx_rpc_state = 1;
+	return UCS_OK;
+}
+
+/*
+ * An RPC as a UCX active message: the frame dm_client_raw built in
+ * cn->sbuf, with the connection's token as the message header, on the
+ * endpoint the one-sided operations use; the memnode runs it as a frame
+ * of our control connection and sends the reply frame back to our worker.
+ * What can go wrong goes as over tcp: no reply within the op timeout is
+ * DM_ERR_TIMEOUT, the memnode gone (control socket hung up, endpoint
+ * failed) DM_ERR_CLOSED, and either breaks the connection -- its control
+ * socket closes, so the memnode runs nothing it still receives from us
+ * (memnode/ucx_rpc.c), and a reply still on its way matches no token.
+ */
+int
+dm_ucx_rpc(dm_client *c, dm_conn *cn, uint32_t size, uint64_t deadline, dm_frame_hdr **hdr)
+{
+	ucp_request_param_t p;
+	ucs_status_ptr_t r;
+	int			rc;
+
+	/* no liveness read first (a batch's): as over tcp, a dead memnode shows as its control socket closing */
+	memset(&p, 0, sizeof(p));
+	p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+	p.flags = UCP_AM_SEND_FLAG_EAGER;	/* the memnode takes no rendezvous */
+	cn->ucx_rpc_state = 0;
+	c->ucx_rpc_cn = cn;
+	/* header and frame stay in cn (token, sbuf) until the send is done or the endpoint closed */
+	r = U.ucp_am_send_nbx(cn->ucx_ep, DM_UCX_AM_RPC, cn->ucx_token, sizeof(dm_ucx_am_hdr), cn->sbuf, size, &p);
+	if (UCS_PTR_IS_ERR(r))
+		rc = dm_fail(c, cn, op_error(cn, UCS_PTR_STATUS(r)), "sending an RPC failed: %s",
+					 U.ucs_status_string(UCS_PTR_STATUS(r)));
+	else
+		rc = wait_done(c, cn, r, &cn->ucx_rpc_state, deadline, "an RPC");
+	c->ucx_rpc_cn = NULL;
+	if (rc != DM_OK)
+		return rc;
+	if (cn->ucx_rpc_state < 0)
+		return dm_fail(c, cn, DM_ERR_PROTOCOL, "malformed RPC reply over UCX");
+	if (cn->ucx_ep_status != UCS_OK)
+		return dm_fail(c, cn, DM_ERR_CLOSED, "UCX endpoint failed: %s", U.ucs_status_string(cn->ucx_ep_status));
+	cn->ctr.rpcs_ucx++;
+	*hdr = (dm_frame_hdr *) cn->rbuf;
 	return DM_OK;
 }
 
@@ -547,11 +698,17 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 		ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
 		.thread_mode = UCS_THREAD_MODE_SINGLE};
 
+		ucp_am_handler_param_t hp = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+			UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+		.id = DM_UCX_AM_REPLY,.flags = UCP_AM_FLAG_WHOLE_MSG,.cb = rpc_reply,.arg = c};
+
 		c->ucx_worker = NULL;
 		if ((st = U.ucp_worker_create(ctx, &wp, (ucp_worker_h *) &c->ucx_worker)) != UCS_OK ||
-			(st = U.ucp_worker_get_efd(c->ucx_worker, &c->ucx_efd)) != UCS_OK)
+			(st = U.ucp_worker_get_efd(c->ucx_worker, &c->ucx_efd)) != UCS_OK ||
+			(st = U.ucp_worker_set_am_recv_handler(c->ucx_worker, &hp)) != UCS_OK)
 			return dm_fail(c, cn, DM_ERR_NOSHM, "cannot create a UCX worker: %s", U.ucs_status_string(st));
 		c->ucx_pid = getpid();
+		c->ucx_rpc_cn = NULL;
 	}
 	if ((rc = attach_rpc(c, cn, &rep, &blob)) != DM_OK)
 		return rc;
@@ -568,20 +725,28 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	 * UCX 1.13's shared-memory transports do not, and there the liveness
 	 * check (check_alive) is what notices a memnode gone.
 	 */
-	if (no_peer_mode || (st = U.ucp_ep_create(c->ucx_worker, &ep, (ucp_ep_h *) &cn->ucx_ep)) != UCS_OK)
-	{
-		no_peer_mode = 1;		/* UCX logs why once; don't ask again */
+	if (no_peer_mode)
 		ep.field_mask &= ~(uint64_t) (UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
-		st = U.ucp_ep_create(c->ucx_worker, &ep, (ucp_ep_h *) &cn->ucx_ep);
-	}
-	if (st != UCS_OK)
+	if ((st = U.ucp_ep_create(c->ucx_worker, &ep, (ucp_ep_h *) &cn->ucx_ep)) != UCS_OK)
 	{
+		/*
+		 * The attach told the memnode our endpoint's error handling, and
+		 * its endpoint for our replies is made so; without it from now on
+		 * (UCX has logged why), from the next connection on.
+		 */
 		cn->ucx_ep = NULL;
+		if (!no_peer_mode)
+		{
+			no_peer_mode = 1;
+			return dm_fail(c, cn, DM_ERR_CONNECT, "UCX cannot report peer failures over these transports (%s): "
+						   "reconnect to use it without", U.ucs_status_string(st));
+		}
 		return dm_fail(c, cn, DM_ERR_CONNECT, "cannot create a UCX endpoint: %s", U.ucs_status_string(st));
 	}
 	cn->ucx_worker = c->ucx_worker;
 	cn->ucx_pid = getpid();
 	cn->ucx_base = rep.base;
+	memcpy(cn->ucx_token, rep.token, sizeof(cn->ucx_token));
 	cn->ucx_allocated = (rep.flags & DM_UCX_ALLOCATED) != 0;
 	if ((st = U.ucp_ep_rkey_unpack(cn->ucx_ep, blob, (ucp_rkey_h *) &cn->ucx_rkey)) != UCS_OK)
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "cannot unpack the memnode's rkey: %s", U.ucs_status_string(st));
@@ -598,6 +763,24 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	if (cn->ucx_sb->magic != DM_SB_MAGIC || cn->ucx_sb->incarnation != cn->seen_incarnation ||
 		cn->ucx_sb->node_id != cn->node_id || cn->ucx_sb->region_size != cn->region_size)
 		return dm_fail(c, cn, DM_ERR_NOSHM, "the region reached through UCX is not this memnode's");
+	/*
+	 * Over shared memory UCX can map the region here (posix or sysv, on a
+	 * region it allocated): ucp_rkey_ptr gives a local pointer, and ops run
+	 * on it directly (dm_shm_exec), as UCX's own get, put and atomics on
+	 * that transport would (a copy, a locked instruction) but without their
+	 * per-op request and protocol dispatch.  The mapping must cover the
+	 * region contiguously; otherwise, and on RDMA or tcp, UCX's operations.
+	 */
+	{
+		void	   *lo = NULL,
+				   *hi = NULL;
+
+		cn->ucx_local = NULL;
+		if (U.ucp_rkey_ptr(cn->ucx_rkey, cn->ucx_base, &lo) == UCS_OK &&
+			U.ucp_rkey_ptr(cn->ucx_rkey, cn->ucx_base + cn->region_size - 8, &hi) == UCS_OK &&
+			(uint8_t *) hi - (uint8_t *) lo == (ptrdiff_t) (cn->region_size - 8))
+			cn->ucx_local = lo;
+	}
 	memset(&cn->ucx_region, 0, sizeof(cn->ucx_region));
 	cn->ucx_region.size = cn->region_size;
 	cn->ucx_region.sb = cn->ucx_sb;
@@ -676,6 +859,8 @@ dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 	}
 	if ((rc = check_alive(c, cn, 0)) != DM_OK)
 		return rc;
+	if (cn->ucx_local != NULL)
+		return dm_shm_exec(c, cn, cn->ucx_local, ops);
 	if (maxreq > 32 && (reqs = malloc(sizeof(void *) * (size_t) maxreq)) == NULL)
 		return dm_fail(c, cn, DM_ERR_NOMEM, "out of memory");
 	for (int k = 0; k < cn->nidx && rc == DM_OK; k++)

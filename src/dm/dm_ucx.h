@@ -17,7 +17,8 @@
 	X(ucp_atomic_op_nbx) X(ucp_ep_flush_nbx) X(ucp_request_check_status) \
 	X(ucp_request_free) X(ucs_status_string) \
 	X(ucp_mem_map) X(ucp_mem_query) X(ucp_mem_unmap) X(ucp_rkey_pack) \
-	X(ucp_rkey_buffer_release) X(ucp_worker_get_address) X(ucp_worker_release_address)
+	X(ucp_rkey_buffer_release) X(ucp_worker_get_address) X(ucp_worker_release_address) \
+	X(ucp_am_send_nbx) X(ucp_worker_set_am_recv_handler) X(ucp_worker_signal) X(ucp_rkey_ptr)
 
 typedef struct dm_ucx_api
 {
@@ -29,5 +30,12 @@ extern dm_ucx_api U;
 
 /* Load UCX (once per process); NULL, or why it cannot be loaded. */
 extern const char *dm_ucx_load(void);
+
+/*
+ * 1 if UCX_TLS names only shared-memory transports, which in UCX 1.13
+ * cannot report a peer's failure (asking for it logs an error per
+ * endpoint): endpoints are then made without error handling.
+ */
+extern int	dm_ucx_no_peer_errors(void);
 
 #endif
