@@ -4,7 +4,8 @@
  *
  * A control connection binds itself here with its UCX_ATTACH RPC (exec.c,
  * after the handshake and its authentication): it gets a random 128-bit
- * token, and an endpoint to the client's worker carries its replies.  An
+ * token, and an endpoint to the client's worker (made at the first reply,
+ * reply_ep) carries its replies.  An
  * active message DM_UCX_AM_RPC whose header holds a bound token is copied
  * and handed to the worker thread that serves that connection (server.c),
  * which runs it as a frame of the connection: its identity, its hang-up
@@ -25,7 +26,8 @@
  * level).
  *
  * Threads: the UCX worker is made with UCS_THREAD_MODE_MULTI (ucx.c), as
- * the server's workers bind, reply and unbind from their own threads.
+ * the server's workers make reply endpoints, reply and unbind from their
+ * own threads.
  * UCX holds its worker lock while it progresses, and so while it runs the
  * receive callback, which takes the table's mutex: nothing here calls UCX
  * while it holds that mutex.
@@ -42,7 +44,10 @@ struct mn_ucx_binding
 	uint64_t	token[2];
 	int			worker;			/* the server worker serving the connection */
 	mn_conn_info *ci;
-	ucp_ep_h	ep;				/* to the client's worker: replies */
+	ucp_ep_h	ep;				/* to the client's worker: replies (made at the first) */
+	int			peer_errors;	/* the client's endpoint asks for peer failure reports */
+	uint32_t	addr_len;
+	uint8_t    *addr;			/* the client's worker address */
 	struct mn_ucx_binding *next;	/* hash chain */
 };
 
@@ -161,37 +166,25 @@ int
 mn_ucx_bind(mn_conn_info *ci, const dm_rpc_ucx_attach_req *req, uint64_t token[2])
 {
 	mn_ucx_binding *b;
-	ucp_ep_params_t ep;
-	ucs_status_t st;
-	int			peer = (req->flags & DM_UCX_PEER_ERRORS) != 0;	/* as the client's endpoint */
 
 	if (ci->ucx != NULL)
 		return DM_ERR_INVALID;	/* one attach per connection */
 	if (req->addr_len == 0 || req->addr_len > DM_UCX_ADDR_MAX)
 		return DM_ERR_INVALID;
-	if ((b = calloc(1, sizeof(*b))) == NULL)
+	if ((b = calloc(1, sizeof(*b))) == NULL || (b->addr = malloc(req->addr_len)) == NULL)
+	{
+		free(b);
 		return DM_ERR_NOMEM;
+	}
 	if (dm_auth_random((uint8_t *) b->token, sizeof(b->token)) != DM_OK)
 	{
+		free(b->addr);
 		free(b);
 		return DM_ERR_INTERNAL;
 	}
-	/* no table lock held: UCX takes its worker lock (see the top) */
-	memset(&ep, 0, sizeof(ep));
-	ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-	ep.address = (const ucp_address_t *) req->addr;
-	if (peer)
-	{
-		ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-		ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-		ep.err_handler.cb = ep_failed;
-	}
-	if ((st = U.ucp_ep_create(rpc_worker, &ep, &b->ep)) != UCS_OK)
-	{
-		mn_log_limited("client %s: no UCX endpoint to its worker: %s", ci->peer, U.ucs_status_string(st));
-		free(b);
-		return DM_ERR_CONNECT;
-	}
+	memcpy(b->addr, req->addr, req->addr_len);
+	b->addr_len = req->addr_len;
+	b->peer_errors = (req->flags & DM_UCX_PEER_ERRORS) != 0;
 	b->ci = ci;
 	b->worker = ci->worker;
 	ci->ucx = b;
@@ -202,6 +195,41 @@ mn_ucx_bind(mn_conn_info *ci, const dm_rpc_ucx_attach_req *req, uint64_t token[2
 	token[0] = b->token[0];
 	token[1] = b->token[1];
 	return DM_OK;
+}
+
+/*
+ * The endpoint for a connection's replies, made at its first reply: by
+ * then the client's endpoint has connected to us, and UCX pairs ours with
+ * it (the same connection, the same error handling) instead of opening
+ * one of its own to the client's worker -- which a client forked from a
+ * process that had loaded UCX could never accept over UCX tcp, as UCX's
+ * connection thread did not survive the fork.  No table lock held: UCX
+ * takes its worker lock (see the top).
+ */
+static ucp_ep_h
+reply_ep(mn_ucx_binding *b)
+{
+	ucp_ep_params_t ep;
+	ucs_status_t st;
+
+	if (b->ep != NULL)
+		return b->ep;
+	memset(&ep, 0, sizeof(ep));
+	ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+	ep.address = (const ucp_address_t *) b->addr;
+	if (b->peer_errors)
+	{
+		/* as the client's endpoint: UCX refuses a pair whose error handling differs */
+		ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+		ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+		ep.err_handler.cb = ep_failed;
+	}
+	if ((st = U.ucp_ep_create(rpc_worker, &ep, &b->ep)) != UCS_OK)
+	{
+		mn_log_limited("client %s: no UCX endpoint to its worker: %s", b->ci->peer, U.ucs_status_string(st));
+		b->ep = NULL;
+	}
+	return b->ep;
 }
 
 mn_conn_info *
@@ -236,7 +264,7 @@ mn_ucx_reply(mn_conn_info *ci, const uint8_t *frame, uint32_t len)
 	uint8_t    *buf;
 
 	/* the header and the frame in one buffer, kept until the send completes */
-	if (b == NULL || (buf = malloc(sizeof(dm_ucx_am_hdr) + len)) == NULL)
+	if (b == NULL || reply_ep(b) == NULL || (buf = malloc(sizeof(dm_ucx_am_hdr) + len)) == NULL)
 		return;					/* the client times out, as for a lost tcp reply */
 	memcpy(buf, b->token, sizeof(dm_ucx_am_hdr));
 	memcpy(buf + sizeof(dm_ucx_am_hdr), frame, len);
@@ -278,13 +306,17 @@ mn_ucx_unbind(mn_conn_info *ci)
 		}
 	pthread_mutex_unlock(&tab_lock);
 	/* replies still queued on it are cancelled (their callbacks free them) */
-	memset(&p, 0, sizeof(p));
-	p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-	p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-	p.cb.send = sent;
-	p.user_data = NULL;
-	r = U.ucp_ep_close_nbx(b->ep, &p);
-	if (UCS_PTR_IS_PTR(r))
-		U.ucp_worker_signal(rpc_worker);
+	if (b->ep != NULL)
+	{
+		memset(&p, 0, sizeof(p));
+		p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+		p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+		p.cb.send = sent;
+		p.user_data = NULL;
+		r = U.ucp_ep_close_nbx(b->ep, &p);
+		if (UCS_PTR_IS_PTR(r))
+			U.ucp_worker_signal(rpc_worker);
+	}
+	free(b->addr);
 	free(b);
 }
