@@ -770,6 +770,8 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	 * that transport would (a copy, a locked instruction) but without their
 	 * per-op request and protocol dispatch.  The mapping must cover the
 	 * region contiguously; otherwise, and on RDMA or tcp, UCX's operations.
+	 * DM_UCX_NO_RKEY_PTR in the environment keeps UCX's operations here
+	 * too (bench/run-transport-bench.sh: the comparison with ucx_perftest).
 	 */
 	{
 		void	   *lo = NULL,
@@ -779,7 +781,7 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 		if (U.ucp_rkey_ptr(cn->ucx_rkey, cn->ucx_base, &lo) == UCS_OK &&
 			U.ucp_rkey_ptr(cn->ucx_rkey, cn->ucx_base + cn->region_size - 8, &hi) == UCS_OK &&
 			(uint8_t *) hi - (uint8_t *) lo == (ptrdiff_t) (cn->region_size - 8))
-			cn->ucx_local = lo;
+			cn->ucx_local = getenv("DM_UCX_NO_RKEY_PTR") ? NULL : lo;
 	}
 	memset(&cn->ucx_region, 0, sizeof(cn->ucx_region));
 	cn->ucx_region.size = cn->region_size;
