@@ -259,7 +259,8 @@ extern int	dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out)
  *   LATE      the step fails with DM_ERR_TIMEOUT at once and its connections
  *             are broken, but a forked child executes it ms later — over tcp
  *             it sends the frame on the abandoned socket, as a request that
- *             sat in the network past op_timeout would arrive; the caller
+ *             sat in the network past op_timeout would arrive (over ucx
+ *             too: UCX does not survive fork); the caller
  *             reaps the child (wait()).  RPCs: like FAIL;
  *   LATE_RPC  as LATE, and for an RPC too: the child sends the frame on the
  *             abandoned socket and reads the reply (an offload the memnode

@@ -78,6 +78,7 @@ struct dm_client
 	uint32_t	kill_mid_words;
 	void	   *ucx_worker;		/* dm_ucx.c: made at the first ucx connection */
 	dm_conn    *ucx_rpc_cn;		/* the connection whose RPC reply over UCX is awaited */
+	int			ucx_rpc_ready;	/* the worker's reply handler is installed (dm_ucx_rpc.c) */
 	int			ucx_efd;
 	int			ucx_pid;
 	char		err[640];
@@ -109,7 +110,16 @@ extern int	dm_ucx_attach(dm_client *c, dm_conn *cn);
 extern void dm_ucx_close(dm_conn *cn);
 extern void dm_ucx_client_free(dm_client *c);
 extern int	dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
-/* The RPC frame in cn->sbuf (size bytes) as a UCX active message; its reply lands in cn->rbuf. */
+/*
+ * Wait until the deadline for the UCX request req to complete or, with
+ * flag, for *flag to become non-zero (req, its send, may then be NULL);
+ * req is freed on every path.  The dm_status of a failed UCX operation.
+ */
+extern int	dm_ucx_wait(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t deadline,
+						const char *what);
+extern int	dm_ucx_op_error(dm_conn *cn, int ucs_status);
+
+/* dm_ucx_rpc.c: the RPC frame in cn->sbuf (size bytes) as a UCX active message; its reply lands in cn->rbuf. */
 extern int	dm_ucx_rpc(dm_client *c, dm_conn *cn, uint32_t size, uint64_t deadline, dm_frame_hdr **hdr);
 extern int	dm_ucx_check(dm_client *c, dm_conn *cn);
 

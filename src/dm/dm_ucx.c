@@ -34,7 +34,6 @@
  * socket): a memnode that shut down, was replaced or stopped beating is
  * reported as over shm.  Timeouts break the connection like tcp's.
  */
-#include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -50,90 +49,20 @@
 #include "dm_client_int.h"
 #include "dm_ucx.h"
 
-dm_ucx_api	U;
-
 static pthread_mutex_t ucx_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *ucx_lib;
 static ucp_context_h ucx_ctx;
 static pid_t ucx_pid;			/* the process ucx_ctx belongs to */
-static char ucx_load_err[256];
+static char ucx_ctx_err[256];
 static int	no_peer_mode;		/* the transports cannot report peer failures */
 
 #define LIVENESS_EVERY_NS 1000000u
-
-/* Load UCX once per process (the caller holds ucx_lock). */
-static int
-load_locked(void)
-{
-	if (ucx_lib != NULL)
-		return DM_OK;
-	/* read by UCX's constructors: before dlopen, and only if not set by the user */
-	setenv("UCX_ERROR_SIGNALS", "", 0);
-	setenv("UCX_MEM_MALLOC_HOOKS", "n", 0);
-	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 0);
-	setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
-	/* stdout may be a protocol (the memnode's ready line) */
-	setenv("UCX_LOG_FILE", "stderr", 0);
-	ucx_lib = dlopen("libucp.so.0", RTLD_NOW | RTLD_GLOBAL);
-	if (ucx_lib == NULL)
-	{
-		snprintf(ucx_load_err, sizeof(ucx_load_err), "cannot load UCX (libucp.so.0): %s", dlerror());
-		return DM_ERR_NOSHM;
-	}
-#define UCX_SYM(f) \
-	if (ucx_lib != NULL && (U.f = (__typeof__(f) *) dlsym(ucx_lib, #f)) == NULL) \
-	{ \
-		snprintf(ucx_load_err, sizeof(ucx_load_err), "UCX lacks %s", #f); \
-		ucx_lib = NULL; \
-	}
-	DM_UCX_FUNCS(UCX_SYM)
-	return ucx_lib != NULL ? DM_OK : DM_ERR_NOSHM;
-}
-
-const char *
-dm_ucx_load(void)
-{
-	int			rc;
-
-	pthread_mutex_lock(&ucx_lock);
-	rc = load_locked();
-	pthread_mutex_unlock(&ucx_lock);
-	return rc == DM_OK ? NULL : ucx_load_err;
-}
-
-/*
- * UCX 1.13's shared-memory transports cannot report a peer's failure, and
- * asking for it logs an error per process: with UCX_TLS naming only those,
- * don't ask (the liveness check covers them).  Otherwise ask, and fall back.
- */
-static int
-tls_only_shared_memory(void)
-{
-	const char *tls = getenv("UCX_TLS");
-	char		buf[256], *save = NULL;
-
-	if (tls == NULL || tls[0] == '\0' || tls[0] == '^' || strlen(tls) >= sizeof(buf))
-		return 0;
-	snprintf(buf, sizeof(buf), "%s", tls);
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if (strcmp(t, "sm") != 0 && strcmp(t, "shm") != 0 && strcmp(t, "posix") != 0 &&
-			strcmp(t, "sysv") != 0 && strcmp(t, "cma") != 0 && strcmp(t, "knem") != 0 &&
-			strcmp(t, "xpmem") != 0 && strcmp(t, "self") != 0)
-			return 0;
-	return 1;
-}
-
-int
-dm_ucx_no_peer_errors(void)
-{
-	return tls_only_shared_memory();
-}
 
 /* Load UCX and create this process's context; NULL with a reason on failure. */
 static ucp_context_h
 ucx_context(void)
 {
 	ucp_context_h ctx;
+	const char *why;
 
 	pthread_mutex_lock(&ucx_lock);
 	if (ucx_ctx != NULL && ucx_pid == getpid())
@@ -143,7 +72,9 @@ ucx_context(void)
 		return ctx;
 	}
 	ucx_ctx = NULL;				/* a parent's context: abandoned, never touched */
-	if (load_locked() == DM_OK)
+	if ((why = dm_ucx_load()) != NULL)
+		snprintf(ucx_ctx_err, sizeof(ucx_ctx_err), "%s", why);
+	else
 	{
 		ucp_config_t *config;
 		ucp_params_t params;
@@ -164,10 +95,10 @@ ucx_context(void)
 		if (st != UCS_OK)
 		{
 			ucx_ctx = NULL;
-			snprintf(ucx_load_err, sizeof(ucx_load_err), "cannot initialise UCX: %s", U.ucs_status_string(st));
+			snprintf(ucx_ctx_err, sizeof(ucx_ctx_err), "cannot initialise UCX: %s", U.ucs_status_string(st));
 		}
 		ucx_pid = getpid();
-		no_peer_mode = tls_only_shared_memory();
+		no_peer_mode = dm_ucx_no_peer_errors();
 	}
 	ctx = ucx_ctx;
 	pthread_mutex_unlock(&ucx_lock);
@@ -201,8 +132,8 @@ ucx_status_to_dm(ucs_status_t st)
  */
 static int	control_closed(dm_conn *cn, int timeout_ms);
 
-static int
-op_error(dm_conn *cn, ucs_status_t st)
+int
+dm_ucx_op_error(dm_conn *cn, int st)
 {
 	if (control_closed(cn, 0) || control_closed(cn, 20))
 		return DM_ERR_CLOSED;
@@ -273,8 +204,8 @@ coarse_ns(void)
  * wake-up fd through the client's wait callback.  req (may be NULL then)
  * is freed on every path.
  */
-static int
-wait_done(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t deadline, const char *what)
+int
+dm_ucx_wait(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t deadline, const char *what)
 {
 	uint64_t	spin_until = dm_mono_ns() + (uint64_t) (c->opts.spin_us > 0 ? c->opts.spin_us : 0) * 1000u;
 	ucs_status_t st = UCS_OK;
@@ -337,14 +268,14 @@ wait_done(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t dea
 	if (req != NULL)
 		U.ucp_request_free(req);	/* an unfinished send: released when UCX is done with it */
 	if (rc == DM_OK && st != UCS_OK)
-		rc = dm_fail(c, cn, op_error(cn, st), "%s failed: %s", what, U.ucs_status_string(st));
+		rc = dm_fail(c, cn, dm_ucx_op_error(cn, st), "%s failed: %s", what, U.ucs_status_string(st));
 	return rc;
 }
 
 static int
 wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *what)
 {
-	return wait_done(c, cn, req, NULL, deadline, what);
+	return dm_ucx_wait(c, cn, req, NULL, deadline, what);
 }
 
 /* An nbx call's result: done, in progress (kept in reqs), or failed. */
@@ -354,7 +285,7 @@ track(dm_client *c, dm_conn *cn, ucs_status_ptr_t r, void **reqs, int *nreq, con
 	if (r == NULL)
 		return DM_OK;
 	if (UCS_PTR_IS_ERR(r))
-		return dm_fail(c, cn, op_error(cn, UCS_PTR_STATUS(r)), "%s failed: %s", what,
+		return dm_fail(c, cn, dm_ucx_op_error(cn, UCS_PTR_STATUS(r)), "%s failed: %s", what,
 					   U.ucs_status_string(UCS_PTR_STATUS(r)));
 	reqs[(*nreq)++] = r;
 	return DM_OK;
@@ -388,7 +319,7 @@ flush(dm_client *c, dm_conn *cn, uint64_t deadline)
 	if (r == NULL)
 		return DM_OK;
 	if (UCS_PTR_IS_ERR(r))
-		return dm_fail(c, cn, op_error(cn, UCS_PTR_STATUS(r)), "flush failed: %s",
+		return dm_fail(c, cn, dm_ucx_op_error(cn, UCS_PTR_STATUS(r)), "flush failed: %s",
 					   U.ucs_status_string(UCS_PTR_STATUS(r)));
 	return wait_req(c, cn, r, deadline, "a flush");
 }
@@ -597,89 +528,6 @@ attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 	return DM_OK;
 }
 
-/*
- * A reply to an RPC over UCX (dm_ucx_rpc), run inside ucp_worker_progress.
- * Taken only if it names the connection whose reply is awaited (token) and
- * carries the awaited seq; a late reply to a request given up on (its
- * connection was broken, its token forgotten) is dropped.
- */
-static ucs_status_t
-rpc_reply(void *arg, const void *header, size_t header_length, void *data, size_t length,
-		  const ucp_am_recv_param_t *param)
-{
-	dm_client  *c = arg;
-	dm_conn    *cn = c->ucx_rpc_cn;
-	dm_ucx_am_hdr ah;
-	dm_frame_hdr h;
-
-	if (cn == NULL || header_length != sizeof(ah))
-		return UCS_OK;
-	memcpy(&ah, header, sizeof(ah));
-	if (memcmp(ah.token, cn->ucx_token, sizeof(ah.token)) != 0)
-		return UCS_OK;
-	if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length < DM_HDR_SIZE)
-	{
-		cn->ucx_rpc_state = -1;
-		return UCS_OK;
-	}
-	memcpy(&h, data, sizeof(h));
-	if (h.seq != cn->seq)
-		return UCS_OK;
-	if (dm_hdr_check(&h, DM_FRAME_MAX) != DM_OK || h.length != length ||
-		h.type != (DM_MSG_RPC | DM_MSG_REPLY) || h.status > DM_STATUS_MAX ||
-		dm_buf_reserve(&cn->rbuf, &cn->rcap, (uint32_t) length) != DM_OK)
-	{
-		cn->ucx_rpc_state = -1;
-		return UCS_OK;
-	}
-	memcpy(cn->rbuf, data, length);
-	cn->ucx_rpc_state = 1;
-	return UCS_OK;
-}
-
-/*
- * An RPC as a UCX active message: the frame dm_client_raw built in
- * cn->sbuf, with the connection's token as the message header, on the
- * endpoint the one-sided operations use; the memnode runs it as a frame
- * of our control connection and sends the reply frame back to our worker.
- * What can go wrong goes as over tcp: no reply within the op timeout is
- * DM_ERR_TIMEOUT, the memnode gone (control socket hung up, endpoint
- * failed) DM_ERR_CLOSED, and either breaks the connection -- its control
- * socket closes, so the memnode runs nothing it still receives from us
- * (memnode/ucx_rpc.c), and a reply still on its way matches no token.
- */
-int
-dm_ucx_rpc(dm_client *c, dm_conn *cn, uint32_t size, uint64_t deadline, dm_frame_hdr **hdr)
-{
-	ucp_request_param_t p;
-	ucs_status_ptr_t r;
-	int			rc;
-
-	/* no liveness read first (a batch's): as over tcp, a dead memnode shows as its control socket closing */
-	memset(&p, 0, sizeof(p));
-	p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-	p.flags = UCP_AM_SEND_FLAG_EAGER;	/* the memnode takes no rendezvous */
-	cn->ucx_rpc_state = 0;
-	c->ucx_rpc_cn = cn;
-	/* header and frame stay in cn (token, sbuf) until the send is done or the endpoint closed */
-	r = U.ucp_am_send_nbx(cn->ucx_ep, DM_UCX_AM_RPC, cn->ucx_token, sizeof(dm_ucx_am_hdr), cn->sbuf, size, &p);
-	if (UCS_PTR_IS_ERR(r))
-		rc = dm_fail(c, cn, op_error(cn, UCS_PTR_STATUS(r)), "sending an RPC failed: %s",
-					 U.ucs_status_string(UCS_PTR_STATUS(r)));
-	else
-		rc = wait_done(c, cn, r, &cn->ucx_rpc_state, deadline, "an RPC");
-	c->ucx_rpc_cn = NULL;
-	if (rc != DM_OK)
-		return rc;
-	if (cn->ucx_rpc_state < 0)
-		return dm_fail(c, cn, DM_ERR_PROTOCOL, "malformed RPC reply over UCX");
-	if (cn->ucx_ep_status != UCS_OK)
-		return dm_fail(c, cn, DM_ERR_CLOSED, "UCX endpoint failed: %s", U.ucs_status_string(cn->ucx_ep_status));
-	cn->ctr.rpcs_ucx++;
-	*hdr = (dm_frame_hdr *) cn->rbuf;
-	return DM_OK;
-}
-
 int
 dm_ucx_attach(dm_client *c, dm_conn *cn)
 {
@@ -692,23 +540,19 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	int			nreq = 0, rc;
 
 	if (ctx == NULL)
-		return dm_fail(c, cn, DM_ERR_NOSHM, "%s", ucx_load_err);
+		return dm_fail(c, cn, DM_ERR_NOSHM, "%s", ucx_ctx_err);
 	if (c->ucx_worker == NULL || c->ucx_pid != getpid())
 	{
 		ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
 		.thread_mode = UCS_THREAD_MODE_SINGLE};
 
-		ucp_am_handler_param_t hp = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-			UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
-		.id = DM_UCX_AM_REPLY,.flags = UCP_AM_FLAG_WHOLE_MSG,.cb = rpc_reply,.arg = c};
-
 		c->ucx_worker = NULL;
 		if ((st = U.ucp_worker_create(ctx, &wp, (ucp_worker_h *) &c->ucx_worker)) != UCS_OK ||
-			(st = U.ucp_worker_get_efd(c->ucx_worker, &c->ucx_efd)) != UCS_OK ||
-			(st = U.ucp_worker_set_am_recv_handler(c->ucx_worker, &hp)) != UCS_OK)
+			(st = U.ucp_worker_get_efd(c->ucx_worker, &c->ucx_efd)) != UCS_OK)
 			return dm_fail(c, cn, DM_ERR_NOSHM, "cannot create a UCX worker: %s", U.ucs_status_string(st));
 		c->ucx_pid = getpid();
 		c->ucx_rpc_cn = NULL;
+		c->ucx_rpc_ready = 0;	/* its reply handler: at its first RPC (dm_ucx_rpc.c) */
 	}
 	if ((rc = attach_rpc(c, cn, &rep, &blob)) != DM_OK)
 		return rc;

@@ -1,8 +1,9 @@
 /*
- * dm_ucx.h — UCX as loaded by dm_ucx.c (dlopen at first use, after the
- * environment settings PostgreSQL backends need): the table of UCX
- * functions, shared by the client (dm_ucx.c) and the memnode (memnode/ucx.c)
- * so that neither links UCX and both load it the same way.
+ * dm_ucx.h — UCX as loaded by dm_ucx_load.c (dlopen at first use, after
+ * the environment settings PostgreSQL backends need): the table of UCX
+ * functions, shared by the client (dm_ucx.c, dm_ucx_rpc.c) and the memnode
+ * (memnode/ucx.c, memnode/ucx_rpc.c) so that neither links UCX and both
+ * load it the same way.
  */
 #ifndef DM_UCX_H
 #define DM_UCX_H
