@@ -14,8 +14,17 @@
 #      once with UCX_TLS=posix (one-sided shared memory: the memnode's region
 #      comes from ucp_mem_map ALLOCATE), each next to ucx_perftest's median
 #      latency for the same operation on the same UCX transport (ucp_get
-#      8 B and 1 KiB, ucp_cswap 8 B; not pinned: both sides busy-poll, so on
-#      one CPU over tcp each op would wait for a time slice).
+#      8 B and 1 KiB, ucp_put_bw 8 B, ucp_cswap 8 B; not pinned: both sides
+#      busy-poll, so on one CPU over tcp each op would wait for a time slice).
+#      ucx_perftest runs with -O 1 (one operation outstanding: each waits
+#      for the one before to complete, as a dm_read or dm_cas does; without
+#      it a get over tcp is pipelined and its "latency" is a queue's);
+#      its "typical" latency is the median of per-iteration times taken with
+#      UCX's cheap clock, so the posix run is repeated with --clock-every 256
+#      (one clock_gettime, ~20-90 ns on the VMs here, per 256 ops instead of
+#      per op) to be comparable: once as dmindex runs (ops on UCX's mapping
+#      of the region, ucp_rkey_ptr) and once with DM_UCX_NO_RKEY_PTR=1
+#      (UCX's get, put and atomics, what ucx_perftest measures).
 # Extra arguments are passed to the dmbench_transport runs (e.g. --quick)
 # and are recorded.  Takes about 3 minutes on 2 cores.
 set -euo pipefail
@@ -34,14 +43,16 @@ t1=$(mktemp)
 t2=$(mktemp)
 t3=$(mktemp)
 t4=$(mktemp)
-trap 'rm -f "$t1" "$t2" "$t3" "$t4"' EXIT
+t5=$(mktemp)
+t6=$(mktemp)
+trap 'rm -f "$t1" "$t2" "$t3" "$t4" "$t5" "$t6"' EXIT
 
 # ucx_perftest's median ("typical") latency in µs for test $2, size $3, UCX_TLS=$1
 perftest_lat() {
 	local port=$((20000 + RANDOM % 20000)) out
 	UCX_TLS=$1 timeout 60 ucx_perftest -p "$port" >/dev/null 2>&1 &
 	sleep 2
-	out=$(UCX_TLS=$1 timeout 60 ucx_perftest 127.0.0.1 -p "$port" -t "$2" -s "$3" -n 20000 2>/dev/null |
+	out=$(UCX_TLS=$1 timeout 60 ucx_perftest 127.0.0.1 -p "$port" -t "$2" -s "$3" -n 20000 -O 1 2>/dev/null |
 		awk '/^Final:/ { print $3 }')
 	wait || true
 	echo "${out:-failed}"
@@ -62,10 +73,14 @@ echo "== run 3: ucx over UCX_TLS=tcp" >&2
 UCX_TLS=tcp build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --out "$t3" "$@"
 echo "== run 4: ucx over UCX_TLS=posix" >&2
 UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --out "$t4" "$@"
+echo "== run 5: ucx over UCX_TLS=posix, one clock read per 256 ops" >&2
+UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out "$t5" "$@"
+echo "== run 6: the same through UCX's get, put and atomics (DM_UCX_NO_RKEY_PTR=1)" >&2
+DM_UCX_NO_RKEY_PTR=1 UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out "$t6" "$@"
 echo "== ucx_perftest" >&2
 perf=""
 for tls in tcp posix; do
-	perf+="| ${tls} | $(perftest_lat "$tls" ucp_get 8) | $(perftest_lat "$tls" ucp_get 1024) | $(perftest_lat "$tls" ucp_cswap 8) |"$'\n'
+	perf+="| ${tls} | $(perftest_lat "$tls" ucp_get 8) | $(perftest_lat "$tls" ucp_get 1024) | $(perftest_lat "$tls" ucp_put_bw 8) | $(perftest_lat "$tls" ucp_cswap 8) |"$'\n'
 done
 
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -104,13 +119,27 @@ args=${*:+ $*}
 	echo
 	cat "$t4"
 	echo
+	echo "## ucx transport, UCX_TLS=posix, one clock read per 256 ops (all processes on CPU 0)"
+	echo
+	echo "\`UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out FILE${args}\`"
+	echo
+	cat "$t5"
+	echo
+	echo "## the same through UCX's get, put and atomics (not on UCX's mapping of the region)"
+	echo
+	echo "\`DM_UCX_NO_RKEY_PTR=1 UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out FILE${args}\`"
+	echo
+	cat "$t6"
+	echo
 	echo "## ucx_perftest, same operations and transports (median µs, not pinned)"
 	echo
-	echo "\`UCX_TLS=TLS ucx_perftest 127.0.0.1 -t TEST -s SIZE -n 20000\` against \`ucx_perftest\` (server); \"typical\" latency."
-	echo "Compare with the ucx rows above (READ 8 B, READ 1 KiB, CAS 8 B; those include one clock read)."
+	echo "\`UCX_TLS=TLS ucx_perftest 127.0.0.1 -t TEST -s SIZE -n 20000 -O 1\` against \`ucx_perftest\` (server); \"typical\" latency"
+	echo "(the median of per-iteration times read from the TSC; one operation outstanding, so each waits for the one before)."
+	echo "Compare with the ucx rows above (READ 8 B, READ 1 KiB, WRITE 8 B, CAS 8 B); for posix, with the --clock-every 256 rows (the last two runs)."
+	echo "ucp_put_bw completes a put locally (over posix: the store is done); dmindex's WRITE also waits for a flush."
 	echo
-	echo "| UCX_TLS | ucp_get 8 B | ucp_get 1 KiB | ucp_cswap 8 B |"
-	echo "|---|---:|---:|---:|"
+	echo "| UCX_TLS | ucp_get 8 B | ucp_get 1 KiB | ucp_put_bw 8 B | ucp_cswap 8 B |"
+	echo "|---|---:|---:|---:|---:|"
 	printf '%s' "$perf"
 } >"$out"
 echo "wrote $out"

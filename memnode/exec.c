@@ -314,11 +314,13 @@ fill_stats(mn_state *mns, dm_node_stats *st)
 		for (int j = 0; j <= DM_OP_KIND_MAX; j++)
 			st->ops[j] += k->ops[j];
 		st->rpcs += k->rpcs;
+		st->rpcs_ucx += k->rpcs_ucx;
 		st->bytes_in += k->bytes_in;
 		st->bytes_out += k->bytes_out;
 		st->auth_failures += k->auth_failures;
 		st->access_denied += k->access_denied;
 	}
+	st->frames_bad += __atomic_load_n(&mns->ucx_dropped, __ATOMIC_RELAXED);
 }
 
 /*
@@ -415,12 +417,21 @@ exec_rpc(mn_conn_info *ci, mn_counters *ctr, const dm_frame_hdr *h, const uint8_
 					/* (in a block: a declaration may not follow a case label in C11) */
 					_Static_assert(sizeof(dm_rpc_ucx_rep) + DM_UCX_BLOB_MAX <= sizeof(rep), "UCX attach fits a reply");
 				}
-				if (mns->ucx_blob == NULL)
+				if (mns->ucx_blob == NULL || mns->ucx_bind == NULL)
 					status = DM_ERR_NOSHM;
 				else
 				{
-					memcpy(rep, mns->ucx_blob, mns->ucx_blob_len);
-					replen = mns->ucx_blob_len;
+					dm_rpc_ucx_attach_req ar;
+					uint64_t	token[2];
+
+					/* the client's worker address: where replies to its RPCs over UCX go */
+					memcpy(&ar, args, sizeof(ar));
+					if ((status = mns->ucx_bind(ci, &ar, token)) == DM_OK)
+					{
+						memcpy(rep, mns->ucx_blob, mns->ucx_blob_len);
+						memcpy(rep + offsetof(dm_rpc_ucx_rep, token), token, sizeof(token));
+						replen = mns->ucx_blob_len;
+					}
 				}
 				break;
 			default:

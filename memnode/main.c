@@ -53,8 +53,9 @@ usage(FILE *f)
 			"                           /dev/shm/dmindex-memnode-PORT)\n"
 			"  --ucx                    also export the region through UCX (one-sided get,\n"
 			"                           put and atomics over RDMA verbs, UCX tcp or shared\n"
-			"                           memory; UCX_TLS picks the transports); clients get\n"
-			"                           its rkey only after the handshake (and --auth-file)\n"
+			"                           memory; UCX_TLS picks the transports) and take RPCs\n"
+			"                           as UCX messages; clients get its rkey only after the\n"
+			"                           handshake (and --auth-file)\n"
 			"  --transports LIST        the same as flags: tcp (always), shm, ucx, e.g.\n"
 			"                           --transports tcp,ucx\n"
 			"  --region-file PATH       keep the region in this file (any file system, a DAX\n"
@@ -372,7 +373,7 @@ main(int argc, char **argv)
 		return 1;
 	if (mn_server_listen(&mn) < 0)
 		return 1;
-	if (mn.cfg.ucx && mn_ucx_init() < 0)
+	if (mn.cfg.ucx && mn_ucx_init(&mn, mn_server_post_ucx) < 0)
 		return 1;
 	/* at most this many workers run offloaded operations at once (offload.c) */
 	mn_offload_init(mn.cfg.offload_threads >= 0 ? mn.cfg.offload_threads : (mn.cfg.threads + 1) / 2,

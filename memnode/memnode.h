@@ -4,7 +4,8 @@
  * and the functions of its files (main.c flags and lifecycle, region_mem.c
  * region memory, region_attach.c reattaching a region file on restart,
  * server.c connections, exec.c request execution, auth.c authentication,
- * offload.c the offload executor, ucx.c the UCX export, log.c logging,
+ * offload.c the offload executor, ucx.c the UCX export, ucx_rpc.c RPCs
+ * over UCX active messages, log.c logging,
  * clock.c clocks).
  */
 #ifndef MEMNODE_H
@@ -54,11 +55,14 @@ typedef struct mn_counters
 	uint64_t	batches;
 	uint64_t	ops[DM_OP_KIND_MAX + 1];
 	uint64_t	rpcs;
+	uint64_t	rpcs_ucx;		/* of rpcs, those that came over UCX (ucx_rpc.c) */
 	uint64_t	bytes_in;
 	uint64_t	bytes_out;
 	uint64_t	auth_failures;
 	uint64_t	access_denied;
 } mn_counters;
+
+struct mn_conn_info;
 
 typedef struct mn_state
 {
@@ -78,6 +82,9 @@ typedef struct mn_state
 	const uint8_t *ucx_blob;
 	uint32_t	ucx_blob_len;
 	int			ucx_allocated;	/* the region came from ucp_mem_map(ALLOCATE) */
+	/* --ucx: bind a connection for RPCs over UCX (ucx_rpc.c mn_ucx_bind); NULL = not exported */
+	int			(*ucx_bind) (struct mn_conn_info *ci, const dm_rpc_ucx_attach_req *req, uint64_t token[2]);
+	uint64_t	ucx_dropped;	/* RPC messages over UCX dropped unrun (atomic; counted in frames_bad) */
 } mn_state;
 
 /*
@@ -106,10 +113,36 @@ extern void mn_region_close(mn_state *mns, int clean);
  * (NULL: use mmap); mn_ucx_export registers the region (if not allocated
  * by mn_ucx_alloc), packs the rkey and starts the progress thread.
  */
-extern int	mn_ucx_init(void);
+typedef struct mn_ucx_req mn_ucx_req;
+typedef void (*mn_ucx_post_fn) (int worker, mn_ucx_req *r);
+extern int	mn_ucx_init(mn_state *mns, mn_ucx_post_fn post);
 extern void *mn_ucx_alloc(mn_state *mns, uint64_t size);
 extern int	mn_ucx_export(mn_state *mns, void *base, uint64_t size);
 extern void mn_ucx_stop(void);
+
+/*
+ * ucx_rpc.c: RPCs over UCX active messages.  mn_ucx_rpc_init (ucx.c, on the
+ * new worker) installs the receive callback, which hands each RPC frame to
+ * post (server.c: the worker thread of the connection its token names).
+ * A connection binds at its UCX_ATTACH (exec.c through mns->ucx_bind) and
+ * unbinds at its close (server.c); mn_ucx_conn_of finds the connection of
+ * a queued frame (NULL: closed meanwhile, or not this worker's);
+ * mn_ucx_reply sends a reply frame back to its client's worker.
+ */
+typedef struct mn_ucx_binding mn_ucx_binding;
+struct mn_ucx_req
+{
+	struct mn_ucx_req *next;
+	uint64_t	token[2];
+	uint32_t	len;
+	uint8_t    *frame;			/* 8-aligned copy of the RPC frame */
+};
+extern int	mn_ucx_rpc_init(mn_state *mns, void *worker, mn_ucx_post_fn post);
+extern int	mn_ucx_bind(struct mn_conn_info *ci, const dm_rpc_ucx_attach_req *req, uint64_t token[2]);
+extern void mn_ucx_unbind(struct mn_conn_info *ci);
+extern struct mn_conn_info *mn_ucx_conn_of(const mn_ucx_req *r, int worker);
+extern void mn_ucx_reply(struct mn_conn_info *ci, const uint8_t *frame, uint32_t len);
+extern void mn_ucx_req_free(mn_ucx_req *r);
 
 /* region_attach.c: deciding whether a region file can be reattached, and doing it */
 extern const char *mn_region_not_intact(const mn_state *mns, void *base, uint64_t file_size, uint64_t want_size);
@@ -123,11 +156,14 @@ extern __thread int mn_worker_id;
 extern int	mn_server_listen(mn_state *mns);
 extern int	mn_server_start(mn_state *mns);
 extern void mn_server_stop(mn_state *mns);
+/* Queue an RPC frame that came over UCX for worker's connection (ucx_rpc.c's post). */
+extern void mn_server_post_ucx(int worker, mn_ucx_req *r);
 
 /* exec.c: handle one complete request frame; append the reply to *out. */
 typedef struct mn_conn_info
 {
 	mn_state   *mns;			/* the memnode serving it (server.c sets it) */
+	mn_ucx_binding *ucx;		/* bound for RPCs over UCX (ucx_rpc.c); NULL = not */
 	int			handshaken;
 	int			tear;
 	int			close_after_reply;

@@ -7,7 +7,9 @@
  * costs nothing until the bytes come); connections that stall before the
  * handshake or mid-frame are closed after --handshake-timeout, and beyond
  * --max-connections new ones are refused, so garbage traffic cannot starve
- * well-behaved clients.
+ * well-behaved clients.  RPC frames a client sends over UCX (ucx_rpc.c)
+ * are queued to the worker serving its control connection and run there
+ * as that connection's frames.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -17,6 +19,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +54,13 @@ typedef struct mn_worker
 	int			epfd;
 	int			evfd;			/* wakes the worker when new connections are queued */
 	pthread_t	thread;
-	pthread_mutex_t lock;		/* protects incoming */
+	pthread_mutex_t lock;		/* protects incoming and ucx_in */
 	mn_conn    *incoming;
+	mn_ucx_req *ucx_in;			/* RPC frames over UCX for our connections, in arrival order */
+	mn_ucx_req **ucx_tail;
+	uint8_t    *ucx_out;		/* their replies */
+	uint32_t	ucx_out_len;
+	uint32_t	ucx_out_cap;
 	mn_conn    *conns;			/* this worker's connections (worker-private) */
 	mn_counters *ctr;
 	mn_state   *mns;			/* the memnode it serves */
@@ -70,6 +78,8 @@ conn_close(mn_worker *w, mn_conn *c, const char *why)
 		mn_log(LOG_DEBUG, "closing connection from %s: %s", c->info.peer, why);
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	/* RPC frames over UCX of this connection, queued or late, are no longer run */
+	mn_ucx_unbind(&c->info);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -342,10 +352,63 @@ sweep(mn_worker *w)
 	}
 }
 
+void
+mn_server_post_ucx(int worker, mn_ucx_req *r)
+{
+	mn_worker  *w = &workers[worker];
+	uint64_t	v = 1;
+
+	r->next = NULL;
+	pthread_mutex_lock(&w->lock);
+	*w->ucx_tail = r;
+	w->ucx_tail = &r->next;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->evfd, &v, sizeof(v)) < 0)
+		mn_log(LOG_WARN, "cannot wake worker %d: %s", w->id, strerror(errno));
+}
+
+/*
+ * An RPC frame that came over UCX, run as a frame of the connection its
+ * token names, with the checks a frame on the socket gets (process_input):
+ * a malformed one closes the connection, none runs once its sender hung
+ * up.  The reply goes back over UCX.
+ */
+static void
+run_ucx(mn_worker *w, mn_ucx_req *r)
+{
+	mn_conn_info *ci = mn_ucx_conn_of(r, w->id);
+	mn_conn    *c;
+	dm_frame_hdr h;
+
+	if (ci == NULL)
+	{
+		/* its connection closed after the frame was queued: its client gave up */
+		mn_ucx_req_free(r);
+		return;
+	}
+	c = (mn_conn *) ((char *) ci - offsetof(mn_conn, info));
+	memcpy(&h, r->frame, sizeof(h));
+	w->ctr->bytes_in += r->len;
+	if (dm_hdr_check(&h, DM_FRAME_MAX) != DM_OK || h.length != r->len || h.type != DM_MSG_RPC)
+		bad_frame(w, c, "malformed request over UCX");
+	else if (peer_hung_up(c->fd))
+		conn_close(w, c, "client hung up: its pending requests are not run");
+	else if (mn_exec_frame(&c->info, w->ctr, r->frame, &w->ucx_out, &w->ucx_out_len, &w->ucx_out_cap) < 0)
+		bad_frame(w, c, "malformed request over UCX");
+	else
+	{
+		w->ctr->rpcs_ucx++;
+		w->ctr->bytes_out += w->ucx_out_len;
+		mn_ucx_reply(&c->info, w->ucx_out, w->ucx_out_len);
+	}
+	mn_ucx_req_free(r);
+}
+
 static void
 adopt_incoming(mn_worker *w)
 {
 	mn_conn    *list;
+	mn_ucx_req *rpcs;
 	uint64_t	v;
 
 	if (read(w->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -353,6 +416,9 @@ adopt_incoming(mn_worker *w)
 	pthread_mutex_lock(&w->lock);
 	list = w->incoming;
 	w->incoming = NULL;
+	rpcs = w->ucx_in;
+	w->ucx_in = NULL;
+	w->ucx_tail = &w->ucx_in;
 	pthread_mutex_unlock(&w->lock);
 	while (list)
 	{
@@ -368,6 +434,13 @@ adopt_incoming(mn_worker *w)
 		c->since_ns = mn_mono_ns();
 		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
 			conn_close(w, c, "epoll_ctl failed");
+	}
+	while (rpcs)
+	{
+		mn_ucx_req *r = rpcs;
+
+		rpcs = r->next;
+		run_ucx(w, r);
 	}
 }
 
@@ -420,6 +493,17 @@ worker_main(void *arg)
 	}
 	while (w->conns)
 		conn_close(w, w->conns, NULL);
+	pthread_mutex_lock(&w->lock);
+	while (w->ucx_in)
+	{
+		mn_ucx_req *r = w->ucx_in;
+
+		w->ucx_in = r->next;
+		mn_ucx_req_free(r);
+	}
+	w->ucx_tail = &w->ucx_in;
+	pthread_mutex_unlock(&w->lock);
+	free(w->ucx_out);
 	return NULL;
 }
 
@@ -555,6 +639,7 @@ mn_server_start(mn_state *mns)
 		w->ctr = &mns->worker_counters[i];
 		w->mns = mns;
 		pthread_mutex_init(&w->lock, NULL);
+		w->ucx_tail = &w->ucx_in;
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (w->epfd < 0 || w->evfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev) < 0)

@@ -4,6 +4,8 @@
  * memory transports), its packed rkey and our worker address handed to
  * clients by the UCX_ATTACH RPC (exec.c; only after the handshake, so
  * only to authenticated clients), and a thread progressing the worker.
+ * RPCs over UCX active messages arrive on the same worker (ucx_rpc.c); the
+ * progress thread only queues them for the server's workers.
  *
  * Where the region comes from decides how one-sided the shared-memory
  * transports are: memory from U.ucp_mem_map(UCP_MEM_MAP_ALLOCATE) is a
@@ -44,7 +46,7 @@ static int	progress_started;
 static volatile int progress_stop;
 
 int
-mn_ucx_init(void)
+mn_ucx_init(mn_state *mns, mn_ucx_post_fn post)
 {
 	ucp_config_t *config;
 	ucp_params_t params;
@@ -68,7 +70,7 @@ mn_ucx_init(void)
 		U.ucp_config_modify(config, "ATOMIC_MODE", "cpu");
 	memset(&params, 0, sizeof(params));
 	params.field_mask = UCP_PARAM_FIELD_FEATURES;
-	params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+	params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
 	st = U.ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &ctx);
 	U.ucp_config_release(config);
 	if (st != UCS_OK)
@@ -78,14 +80,15 @@ mn_ucx_init(void)
 	}
 	memset(&wp, 0, sizeof(wp));
 	wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-	wp.thread_mode = UCS_THREAD_MODE_SINGLE;	/* only the progress thread uses it */
+	/* the progress thread, and the server's workers for RPCs over UCX (ucx_rpc.c) */
+	wp.thread_mode = UCS_THREAD_MODE_MULTI;
 	if ((st = U.ucp_worker_create(ctx, &wp, &worker)) != UCS_OK ||
 		(st = U.ucp_worker_get_efd(worker, &worker_efd)) != UCS_OK)
 	{
 		mn_log(LOG_ERROR, "cannot create a UCX worker: %s", U.ucs_status_string(st));
 		return -1;
 	}
-	return 0;
+	return mn_ucx_rpc_init(mns, worker, post);
 }
 
 void *
@@ -202,6 +205,7 @@ mn_ucx_export(mn_state *mns, void *base, uint64_t size)
 		return -1;
 	}
 	progress_started = 1;
+	mns->ucx_bind = mn_ucx_bind;
 	mns->ucx_blob_len = (uint32_t) (sizeof(rep) + rkey_len + addr_len);
 	__atomic_store_n(&mns->ucx_blob, blob, __ATOMIC_RELEASE);
 	mn_log(LOG_INFO, "region exported through UCX (%s, rkey %zu bytes, worker address %zu bytes)",

@@ -42,9 +42,9 @@ BUILD_DIR=${BUILD_DIR:-build}
 export DM_MEMNODE=${DM_MEMNODE:-$BUILD_DIR/dmindex-memnode}
 AUTH_VARIANTS="test_robust"
 # ... and over ucx with authentication (the UCX attach comes after the handshake)
-AUTH_UCX_VARIANTS="test_robust"
-UCX_VARIANTS="test_rpc test_transport_sizes test_failure"
-UCX_VARIANTS_ALL="test_atomic test_fence test_robust test_tree_model test_tree_faults"
+AUTH_UCX_VARIANTS="test_robust test_ucx_rpc"
+UCX_VARIANTS="test_rpc test_transport_sizes test_failure test_robust test_offload test_ucx_rpc"
+UCX_VARIANTS_ALL="test_atomic test_fence test_tree_model test_tree_faults"
 [ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
 OFFLOAD_VARIANTS="test_tree_concurrency"
 HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults"

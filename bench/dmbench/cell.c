@@ -492,6 +492,7 @@ run_cell(cell *ce)
 			ce->ops_per_s += (double) n * 1e9 / (double) r->elapsed_ns;
 		ce->ctr.round_trips += r->ctr.round_trips;
 		ce->ctr.rpcs += r->ctr.rpcs;
+		ce->ctr.rpcs_ucx += r->ctr.rpcs_ucx;
 		for (k = 0; k <= DM_OP_KIND_MAX; k++)
 			ce->ctr.ops[k] += r->ctr.ops[k];
 		ce->ctr.bytes_read += r->ctr.bytes_read;

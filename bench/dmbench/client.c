@@ -250,6 +250,7 @@ counters_sub(dm_counters *a, const dm_counters *b)
 
 	a->round_trips -= b->round_trips;
 	a->rpcs -= b->rpcs;
+	a->rpcs_ucx -= b->rpcs_ucx;
 	for (i = 0; i <= DM_OP_KIND_MAX; i++)
 		a->ops[i] -= b->ops[i];
 	a->bytes_read -= b->bytes_read;

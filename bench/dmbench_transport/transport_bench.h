@@ -32,7 +32,8 @@
 /*
  * Each client works in its own 32 KiB of the chunk: READ 8 B at +0, the CAS
  * word at +64 (so two clients' CAS words never share a cache line and the
- * CAS always succeeds), READ 1 KiB at +1024, the batch at +i*1024.
+ * CAS always succeeds), the WRITE word at +128, READ 1 KiB at +1024, the
+ * batch at +i*1024.
  */
 #define CLIENT_AREA		(32u << 10)
 
@@ -41,6 +42,7 @@ typedef enum bench_op
 	OP_PINGPONG = 0,
 	OP_READ8,
 	OP_READ1K,
+	OP_WRITE8,
 	OP_CAS8,
 	OP_BATCH16,
 	OP_COUNT
@@ -107,6 +109,7 @@ xorshift64(uint64_t *s)
 /* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
 extern double duration_s;
+extern uint32_t clock_every;	/* one clock read per this many ops (--clock-every) */
 extern double warmup_s;
 extern const char *memnode_addr;
 extern shared_area *shm_area;

@@ -417,6 +417,7 @@ dm_client_counters(const dm_client *c, int node_id, dm_counters *out)
 			continue;
 		out->round_trips += k->round_trips;
 		out->rpcs += k->rpcs;
+		out->rpcs_ucx += k->rpcs_ucx;
 		for (int j = 0; j <= DM_OP_KIND_MAX; j++)
 			out->ops[j] += k->ops[j];
 		out->bytes_read += k->bytes_read;

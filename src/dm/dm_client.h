@@ -10,7 +10,8 @@
  *        connection stays open for the handshake and RPCs.
  *   ucx  one-sided get/put/atomics through UCX (RDMA verbs, or UCX's tcp or
  *        shared memory) on the region the memnode exports with --ucx; the
- *        TCP connection again carries the handshake, the rkey and RPCs.
+ *        TCP connection carries the handshake and the rkey, RPCs travel as
+ *        UCX active messages on the same endpoint as the data.
  *
  * Every wait has a timeout.  Errors are dm_status codes; dm_client_error()
  * gives a one-line detail (which memnode, what happened) for messages.
@@ -81,6 +82,7 @@ typedef struct dm_counters
 {
 	uint64_t	round_trips;	/* batches posted (one per memnode touched) */
 	uint64_t	rpcs;
+	uint64_t	rpcs_ucx;		/* of rpcs, those sent as UCX active messages (ucx backend) */
 	uint64_t	ops[DM_OP_KIND_MAX + 1];	/* by dm_op_kind */
 	uint64_t	bytes_read;		/* READ payload bytes */
 	uint64_t	bytes_written;	/* WRITE payload bytes */
@@ -92,7 +94,7 @@ typedef struct dm_node_info
 {
 	char		address[128];	/* as given: host:port */
 	uint16_t	node_id;
-	int			backend;		/* DM_BACKEND_TCP or DM_BACKEND_SHM */
+	int			backend;		/* DM_BACKEND_TCP, DM_BACKEND_SHM or DM_BACKEND_UCX */
 	int			status;			/* DM_OK if usable, else why not */
 	uint64_t	incarnation;	/* the one this client accepted */
 	uint64_t	seen_incarnation;	/* the memnode's latest, if it differs */
@@ -222,7 +224,7 @@ extern int	dm_fetch_or(dm_client *c, dm_gaddr addr, uint64_t mask, uint64_t *old
 /* word = max(word, value) (unsigned); not over ucx, which has no such atomic (DM_ERR_INVALID) */
 extern int	dm_fetch_max(dm_client *c, dm_gaddr addr, uint64_t value, uint64_t *old);
 
-/* RPCs (always over the socket). */
+/* RPCs (over the socket; over ucx as UCX active messages). */
 extern int	dm_ping(dm_client *c, uint16_t node_id);
 extern int	dm_chunk_alloc(dm_client *c, uint16_t node_id, uint64_t owner_tree_id,
 						   dm_gaddr *chunk, uint64_t *size);
@@ -257,7 +259,8 @@ extern int	dm_node_stats_get(dm_client *c, uint16_t node_id, dm_node_stats *out)
  *   LATE      the step fails with DM_ERR_TIMEOUT at once and its connections
  *             are broken, but a forked child executes it ms later — over tcp
  *             it sends the frame on the abandoned socket, as a request that
- *             sat in the network past op_timeout would arrive; the caller
+ *             sat in the network past op_timeout would arrive (over ucx
+ *             too: UCX does not survive fork); the caller
  *             reaps the child (wait()).  RPCs: like FAIL;
  *   LATE_RPC  as LATE, and for an RPC too: the child sends the frame on the
  *             abandoned socket and reads the reply (an offload the memnode

@@ -222,14 +222,16 @@ dm_client_fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 					{
 						dm_conn    *cn = touched[t];
 
+						/*
+						 * Over ucx as over tcp: a frame on the abandoned
+						 * control socket, which the memnode serves too.  UCX
+						 * does not survive fork (over UCX tcp a child's new
+						 * context has no connection thread, and a memnode
+						 * whose endpoint to it then fails can trip on UCX
+						 * 1.13's error path).
+						 */
 						if (cn->backend == DM_BACKEND_SHM)
 							dm_shm_post(c, cn, ops, NULL);
-						else if (cn->backend == DM_BACKEND_UCX)
-						{
-							/* UCX objects do not survive fork: a connection of our own */
-							if (dm_conn_open(c, cn) == DM_OK)
-								dm_ucx_post(c, cn, ops, NULL);
-						}
 						else if (tcp_send_batch(c, cn, ops, dm_deadline(c->opts.op_timeout_ms), &rlen) == DM_OK)
 							tcp_recv_batch(c, cn, ops, dm_deadline(c->opts.op_timeout_ms), rlen, NULL);
 					}

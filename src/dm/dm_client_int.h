@@ -35,11 +35,14 @@ typedef struct dm_conn
 	int			ucx_ep_status;	/* ucs_status_t from the endpoint's error callback */
 	int			ucx_allocated;	/* memnode region from ucp_mem_map(ALLOCATE) */
 	uint64_t	ucx_base;		/* the region's address at the memnode */
+	uint8_t    *ucx_local;		/* the region mapped here by UCX (ucp_rkey_ptr), or NULL */
 	dm_superblock *ucx_sb;		/* copy read at attach: the layout that bounds ops */
 	dm_region	ucx_region;		/* over ucx_sb, for dm_region_check_op */
 	uint64_t	ucx_checked_ns;	/* last liveness check */
 	uint64_t	ucx_hb;			/* last heartbeat value seen, and when it changed */
 	uint64_t	ucx_hb_seen_ns;
+	uint64_t	ucx_token[2];	/* names this connection in RPCs over UCX (0: none); their AM header */
+	volatile int ucx_rpc_state;	/* the RPC reply awaited: 0 not yet, 1 in rbuf, -1 malformed */
 	/* tcp frames */
 	uint64_t	seq;
 	uint8_t    *sbuf;
@@ -74,6 +77,8 @@ struct dm_client
 	int			kill_mid_armed;	/* dm_shm_post: die after kill_mid_words stored words */
 	uint32_t	kill_mid_words;
 	void	   *ucx_worker;		/* dm_ucx.c: made at the first ucx connection */
+	dm_conn    *ucx_rpc_cn;		/* the connection whose RPC reply over UCX is awaited */
+	int			ucx_rpc_ready;	/* the worker's reply handler is installed (dm_ucx_rpc.c) */
 	int			ucx_efd;
 	int			ucx_pid;
 	char		err[640];
@@ -96,6 +101,8 @@ extern void dm_shm_unmap(dm_conn *cn);
 extern int	dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
 /* Is the memnode behind a mapped region alive and still the same?  Breaks cn if not. */
 extern int	dm_shm_check(dm_client *c, dm_conn *cn);
+/* Execute validated ops (cn->idx) on a local mapping of the region at base (shm, or ucx's). */
+extern int	dm_shm_exec(dm_client *c, dm_conn *cn, uint8_t *base, dm_op *ops);
 
 /* dm_ucx.c */
 /* After the handshake: UCX_ATTACH, endpoint, rkey (DM_ERR_NOSHM if not offered). */
@@ -103,6 +110,17 @@ extern int	dm_ucx_attach(dm_client *c, dm_conn *cn);
 extern void dm_ucx_close(dm_conn *cn);
 extern void dm_ucx_client_free(dm_client *c);
 extern int	dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
+/*
+ * Wait until the deadline for the UCX request req to complete or, with
+ * flag, for *flag to become non-zero (req, its send, may then be NULL);
+ * req is freed on every path.  The dm_status of a failed UCX operation.
+ */
+extern int	dm_ucx_wait(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t deadline,
+						const char *what);
+extern int	dm_ucx_op_error(dm_conn *cn, int ucs_status);
+
+/* dm_ucx_rpc.c: the RPC frame in cn->sbuf (size bytes) as a UCX active message; its reply lands in cn->rbuf. */
+extern int	dm_ucx_rpc(dm_client *c, dm_conn *cn, uint32_t size, uint64_t deadline, dm_frame_hdr **hdr);
 extern int	dm_ucx_check(dm_client *c, dm_conn *cn);
 
 /* dm_client.c */

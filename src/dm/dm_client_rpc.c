@@ -3,8 +3,9 @@
  * one frame each way on the memnode's connection (dm_client_raw), with the
  * RPCs built on it: ping, chunk and slab allocation and freeing, the tree
  * catalog (create, open, drop, list), statistics (dm_proto.h describes each
- * message).  An RPC always travels as a frame (dm_sock.c), whichever
- * backend carries the connection's one-sided operations.
+ * message).  An RPC always travels as a frame: on the socket (dm_sock.c),
+ * or over ucx as a UCX active message on the data path's endpoint
+ * (dm_ucx_rpc), the same frame with the same seq, timeout and errors.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,12 +16,29 @@
 
 #include "dm_client_int.h"
 
+/* Send the frame in cn->sbuf and receive its reply, on the connection's path. */
+static int
+exchange(dm_client *c, dm_conn *cn, uint16_t type, uint32_t size, uint64_t deadline, dm_frame_hdr **h)
+{
+	int			rc;
+
+	if (cn->backend == DM_BACKEND_UCX && type == DM_MSG_RPC)
+		return dm_ucx_rpc(c, cn, size, deadline, h);
+	if ((rc = dm_sock_send(c, cn, cn->sbuf, size, deadline)) != DM_OK)
+		return rc;
+	return dm_sock_recv_frame(c, cn, type, cn->seq, deadline, h);
+}
+
 /*
  * Fault injection (DM_FAULT_LATE) for a request frame already in
  * cn->sbuf: the caller sees a timeout at once and its connection broken,
  * while a forked child, holding the socket open, sends the frame ms later
  * and reads the reply -- a request the memnode runs after its client gave
- * up on it.
+ * up on it.  Over ucx too the child sends it on the abandoned control
+ * socket, where the memnode takes RPC frames as well: UCX does not
+ * survive fork (its objects, and over UCX tcp its connection thread, are
+ * the parent's), and the request lands on its own connection, as a late
+ * one would.
  */
 static int
 send_late(dm_client *c, dm_conn *cn, uint16_t type, uint32_t size, int ms)
@@ -78,9 +96,7 @@ dm_client_raw(dm_client *c, uint16_t node_id, uint16_t type, const void *body, u
 		return send_late(c, cn, type, size, late);
 	}
 	deadline = dm_deadline(c->opts.op_timeout_ms);
-	if ((rc = dm_sock_send(c, cn, cn->sbuf, size, deadline)) != DM_OK)
-		return rc;
-	if ((rc = dm_sock_recv_frame(c, cn, type, cn->seq, deadline, &h)) != DM_OK)
+	if ((rc = exchange(c, cn, type, size, deadline, &h)) != DM_OK)
 		return rc;
 	blen = h->length - DM_HDR_SIZE;
 	*rep_hdr = *h;

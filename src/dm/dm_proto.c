@@ -130,8 +130,9 @@ dm_rpc_request_size(uint32_t code)
 		case DM_RPC_CHUNK_ALLOC:
 		case DM_RPC_CHUNK_FREE:
 		case DM_RPC_CHUNK_FREE_OWNER:
-		case DM_RPC_UCX_ATTACH:
 			return (int) sizeof(dm_rpc_u64);
+		case DM_RPC_UCX_ATTACH:
+			return (int) sizeof(dm_rpc_ucx_attach_req);
 		case DM_RPC_CAT_CREATE:
 		case DM_RPC_CAT_OPEN:
 		case DM_RPC_CAT_DROP:

@@ -38,8 +38,11 @@
  * first write batch does the fetch-and-max, as a one-sided write's batch
  * does), so a one-row transaction's offloaded flush is one round trip, not
  * two; the reply says how far the word was raised.
+ * 7: RPCs over UCX active messages: UCX_ATTACH carries the client's UCX
+ * worker address and returns the connection's RPC token; the statistic
+ * rpcs_ucx.
  */
-#define DM_PROTO_VERSION	6
+#define DM_PROTO_VERSION	7
 
 #define DM_FRAME_MAX		(16u << 20)	/* largest frame either way */
 #define DM_BATCH_MAX_OPS	4096
@@ -219,12 +222,29 @@ typedef struct dm_rpc_slab_free_req
 } dm_rpc_slab_free_req;
 
 /*
- * UCX_ATTACH request: dm_rpc_u64 (0).  Reply: this header, then rkey_len
- * bytes of packed rkey and addr_len bytes of the memnode's UCX worker
- * address.  base is the region's virtual address at the memnode (what
- * one-sided operations address: base + offset).  DM_ERR_NOSHM if the
- * memnode does not export its region through UCX.
+ * UCX_ATTACH request: dm_rpc_ucx_attach_req, the client's UCX worker
+ * address (the memnode's replies to RPCs over UCX go there).  Reply: this
+ * header, then rkey_len bytes of packed rkey and addr_len bytes of the
+ * memnode's UCX worker address.  base is the region's virtual address at
+ * the memnode (what one-sided operations address: base + offset).  token
+ * names this control connection in RPCs sent over UCX (below).
+ * DM_ERR_NOSHM if the memnode does not export its region through UCX.
  */
+#define DM_UCX_ADDR_MAX 4088	/* a client's worker address */
+typedef struct dm_rpc_ucx_attach_req
+{
+	uint32_t	addr_len;
+	uint32_t	flags;			/* DM_UCX_PEER_ERRORS */
+	uint8_t		addr[DM_UCX_ADDR_MAX];
+} dm_rpc_ucx_attach_req;
+
+/*
+ * The client's endpoint asks for peer failure reports (error handling mode
+ * PEER): the memnode's endpoint to it must do the same, as UCX refuses a
+ * pair of endpoints whose error handling differs.
+ */
+#define DM_UCX_PEER_ERRORS 0x1
+
 typedef struct dm_rpc_ucx_rep
 {
 	uint64_t	base;
@@ -232,10 +252,27 @@ typedef struct dm_rpc_ucx_rep
 	uint32_t	addr_len;
 	uint32_t	flags;			/* DM_UCX_ALLOCATED: region from ucp_mem_map(ALLOCATE) */
 	uint32_t	pad;
+	uint64_t	token[2];		/* this connection's RPC token (random; secret) */
 } dm_rpc_ucx_rep;
 
 #define DM_UCX_ALLOCATED 0x1
 #define DM_UCX_BLOB_MAX 6144	/* rkey + worker address */
+
+/*
+ * RPCs over UCX (after UCX_ATTACH): an active message DM_UCX_AM_RPC to the
+ * memnode's worker, its header a dm_ucx_am_hdr with the connection's token,
+ * its data one RPC frame exactly as over tcp (header, seq, body); the reply
+ * frame comes back as DM_UCX_AM_REPLY to the client's worker with the same
+ * header.  The memnode runs it as a frame of the control connection the
+ * token names (its identity, its worker thread, its hang-up check); an
+ * unknown token is dropped unanswered.  Only DM_MSG_RPC frames travel so.
+ */
+#define DM_UCX_AM_RPC	1
+#define DM_UCX_AM_REPLY	2
+typedef struct dm_ucx_am_hdr
+{
+	uint64_t	token[2];
+} dm_ucx_am_hdr;
 
 typedef struct dm_rpc_alloc_rep
 {
@@ -376,6 +413,7 @@ typedef struct dm_node_stats
 	uint64_t	bytes_in_use;	/* handed out to clients, not returned (chunks_used is coarser) */
 	uint64_t	auth_failures;	/* connections refused at authentication */
 	uint64_t	access_denied;	/* requests refused: another identity's memory or tree */
+	uint64_t	rpcs_ucx;		/* of rpcs, those that came over UCX active messages */
 } dm_node_stats;
 
 /* Fill in a header for a frame of the given type and total length. */

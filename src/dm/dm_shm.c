@@ -118,7 +118,6 @@ dm_shm_check(dm_client *c, dm_conn *cn)
 int
 dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 {
-	int			tear = (c->opts.flags & DM_CLIENT_TEAR) != 0;
 	uint8_t    *base = cn->shm_base;
 	int			rc;
 
@@ -145,6 +144,19 @@ dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 			return rc;
 		}
 	}
+	return dm_shm_exec(c, cn, base, ops);
+}
+
+/*
+ * Execute a validated batch (cn->idx) on a local mapping of the region:
+ * the shm backend's mapping, or the one UCX gives over shared memory
+ * (dm_ucx.c, ucp_rkey_ptr).  Ops in order; a failed guard ends the batch.
+ */
+int
+dm_shm_exec(dm_client *c, dm_conn *cn, uint8_t *base, dm_op *ops)
+{
+	int			tear = (c->opts.flags & DM_CLIENT_TEAR) != 0;
+
 	for (int k = 0, skip = 0; k < cn->nidx; k++)
 	{
 		dm_op	   *op = &ops[cn->idx[k]];

@@ -1,10 +1,12 @@
 /*
  * dm_ucx.c — the ucx backend: one-sided get, put and atomics on a
  * memnode's region through UCX (on InfiniBand/RoCE: rdma-core verbs; here
- * UCX's tcp and shared-memory transports).  The tcp connection stays the
- * control channel, as for shm: the handshake (and its authentication) runs
- * on it first, and only then does the UCX_ATTACH RPC hand out the rkey and
- * the memnode's worker address; RPCs keep using it too.
+ * UCX's tcp and shared-memory transports), and RPCs as UCX active messages
+ * on the same endpoint.  The tcp connection stays the control channel: the
+ * handshake (and its authentication) runs on it first, and only then does
+ * the UCX_ATTACH RPC hand out the rkey, the memnode's worker address and
+ * the token that names this connection in RPCs over UCX; its hang-up is how
+ * either side learns the other gave up (see dm_ucx_rpc).
  *
  * UCX is loaded with dlopen() at the first ucx connection, after setting
  * (unless the environment sets them) UCX_ERROR_SIGNALS empty and UCX's
@@ -21,7 +23,9 @@
  * the call returns after a flush, i.e. when every write is in the region.
  * As over shm, a batch is not atomic at the memnode: a client that dies
  * in the middle leaves a prefix applied (the tree's redo slots repair it;
- * dm_client_is_local is true for ucx).
+ * dm_client_is_local is true for ucx).  Where UCX maps the region into
+ * this process (shared memory, a region UCX allocated: ucp_rkey_ptr), a
+ * validated batch runs on that mapping as over shm (dm_shm_exec).
  *
  * Liveness: transport errors of the endpoint (memnode gone over tcp or
  * verbs) break the connection as DM_ERR_CLOSED.  A shared-memory segment
@@ -30,7 +34,6 @@
  * socket): a memnode that shut down, was replaced or stopped beating is
  * reported as over shm.  Timeouts break the connection like tcp's.
  */
-#include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -46,84 +49,20 @@
 #include "dm_client_int.h"
 #include "dm_ucx.h"
 
-dm_ucx_api	U;
-
 static pthread_mutex_t ucx_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *ucx_lib;
 static ucp_context_h ucx_ctx;
 static pid_t ucx_pid;			/* the process ucx_ctx belongs to */
-static char ucx_load_err[256];
+static char ucx_ctx_err[256];
 static int	no_peer_mode;		/* the transports cannot report peer failures */
 
 #define LIVENESS_EVERY_NS 1000000u
-
-/* Load UCX once per process (the caller holds ucx_lock). */
-static int
-load_locked(void)
-{
-	if (ucx_lib != NULL)
-		return DM_OK;
-	/* read by UCX's constructors: before dlopen, and only if not set by the user */
-	setenv("UCX_ERROR_SIGNALS", "", 0);
-	setenv("UCX_MEM_MALLOC_HOOKS", "n", 0);
-	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 0);
-	setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
-	/* stdout may be a protocol (the memnode's ready line) */
-	setenv("UCX_LOG_FILE", "stderr", 0);
-	ucx_lib = dlopen("libucp.so.0", RTLD_NOW | RTLD_GLOBAL);
-	if (ucx_lib == NULL)
-	{
-		snprintf(ucx_load_err, sizeof(ucx_load_err), "cannot load UCX (libucp.so.0): %s", dlerror());
-		return DM_ERR_NOSHM;
-	}
-#define UCX_SYM(f) \
-	if (ucx_lib != NULL && (U.f = (__typeof__(f) *) dlsym(ucx_lib, #f)) == NULL) \
-	{ \
-		snprintf(ucx_load_err, sizeof(ucx_load_err), "UCX lacks %s", #f); \
-		ucx_lib = NULL; \
-	}
-	DM_UCX_FUNCS(UCX_SYM)
-	return ucx_lib != NULL ? DM_OK : DM_ERR_NOSHM;
-}
-
-const char *
-dm_ucx_load(void)
-{
-	int			rc;
-
-	pthread_mutex_lock(&ucx_lock);
-	rc = load_locked();
-	pthread_mutex_unlock(&ucx_lock);
-	return rc == DM_OK ? NULL : ucx_load_err;
-}
-
-/*
- * UCX 1.13's shared-memory transports cannot report a peer's failure, and
- * asking for it logs an error per process: with UCX_TLS naming only those,
- * don't ask (the liveness check covers them).  Otherwise ask, and fall back.
- */
-static int
-tls_only_shared_memory(void)
-{
-	const char *tls = getenv("UCX_TLS");
-	char		buf[256], *save = NULL;
-
-	if (tls == NULL || tls[0] == '\0' || tls[0] == '^' || strlen(tls) >= sizeof(buf))
-		return 0;
-	snprintf(buf, sizeof(buf), "%s", tls);
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if (strcmp(t, "sm") != 0 && strcmp(t, "shm") != 0 && strcmp(t, "posix") != 0 &&
-			strcmp(t, "sysv") != 0 && strcmp(t, "cma") != 0 && strcmp(t, "knem") != 0 &&
-			strcmp(t, "xpmem") != 0 && strcmp(t, "self") != 0)
-			return 0;
-	return 1;
-}
 
 /* Load UCX and create this process's context; NULL with a reason on failure. */
 static ucp_context_h
 ucx_context(void)
 {
 	ucp_context_h ctx;
+	const char *why;
 
 	pthread_mutex_lock(&ucx_lock);
 	if (ucx_ctx != NULL && ucx_pid == getpid())
@@ -133,7 +72,9 @@ ucx_context(void)
 		return ctx;
 	}
 	ucx_ctx = NULL;				/* a parent's context: abandoned, never touched */
-	if (load_locked() == DM_OK)
+	if ((why = dm_ucx_load()) != NULL)
+		snprintf(ucx_ctx_err, sizeof(ucx_ctx_err), "%s", why);
+	else
 	{
 		ucp_config_t *config;
 		ucp_params_t params;
@@ -146,7 +87,7 @@ ucx_context(void)
 				U.ucp_config_modify(config, "ATOMIC_MODE", "cpu");
 			memset(&params, 0, sizeof(params));
 			params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-			params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+			params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
 			params.mt_workers_shared = 1;	/* clients of different threads share it */
 			st = U.ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &ucx_ctx);
 			U.ucp_config_release(config);
@@ -154,10 +95,10 @@ ucx_context(void)
 		if (st != UCS_OK)
 		{
 			ucx_ctx = NULL;
-			snprintf(ucx_load_err, sizeof(ucx_load_err), "cannot initialise UCX: %s", U.ucs_status_string(st));
+			snprintf(ucx_ctx_err, sizeof(ucx_ctx_err), "cannot initialise UCX: %s", U.ucs_status_string(st));
 		}
 		ucx_pid = getpid();
-		no_peer_mode = tls_only_shared_memory();
+		no_peer_mode = dm_ucx_no_peer_errors();
 	}
 	ctx = ucx_ctx;
 	pthread_mutex_unlock(&ucx_lock);
@@ -191,8 +132,8 @@ ucx_status_to_dm(ucs_status_t st)
  */
 static int	control_closed(dm_conn *cn, int timeout_ms);
 
-static int
-op_error(dm_conn *cn, ucs_status_t st)
+int
+dm_ucx_op_error(dm_conn *cn, int st)
 {
 	if (control_closed(cn, 0) || control_closed(cn, 20))
 		return DM_ERR_CLOSED;
@@ -231,6 +172,9 @@ dm_ucx_close(dm_conn *cn)
 	}
 	cn->ucx_ep = NULL;
 	cn->ucx_rkey = NULL;
+	cn->ucx_local = NULL;		/* UCX's mapping went with the rkey */
+	/* a reply still on its way to a connection given up on matches nothing */
+	memset(cn->ucx_token, 0, sizeof(cn->ucx_token));
 	free(cn->ucx_sb);
 	cn->ucx_sb = NULL;
 }
@@ -254,14 +198,18 @@ coarse_ns(void)
 }
 
 /*
- * Wait for req until the deadline: poll the worker for spin_us, then sleep
- * on its wake-up fd through the client's wait callback.
+ * Wait until the deadline for req to complete or, when flag is given, for
+ * *flag to become non-zero (an RPC's reply; req is then its send, whose
+ * failure ends the wait): poll the worker for spin_us, then sleep on its
+ * wake-up fd through the client's wait callback.  req (may be NULL then)
+ * is freed on every path.
  */
-static int
-wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *what)
+int
+dm_ucx_wait(dm_client *c, dm_conn *cn, void *req, volatile int *flag, uint64_t deadline, const char *what)
 {
 	uint64_t	spin_until = dm_mono_ns() + (uint64_t) (c->opts.spin_us > 0 ? c->opts.spin_us : 0) * 1000u;
-	ucs_status_t st;
+	ucs_status_t st = UCS_OK;
+	int			rc = DM_OK;
 
 	/* 0: from now (a batch whose ops all complete at once never reads the clock) */
 	if (deadline == 0)
@@ -273,29 +221,31 @@ wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *wh
 
 		while (U.ucp_worker_progress(c->ucx_worker) != 0)
 			;
-		if ((st = status_of(req)) != UCS_INPROGRESS)
+		if (flag == NULL ? (st = status_of(req)) != UCS_INPROGRESS : *flag != 0)
 			break;
+		if (flag != NULL && req != NULL && (st = status_of(req)) != UCS_INPROGRESS && st != UCS_OK)
+			break;				/* the request could not be sent: no reply will come */
+		st = UCS_OK;
 		now = dm_mono_ns();
 		if (now >= deadline)
 		{
-			U.ucp_request_free(req);
-			return dm_fail(c, cn, DM_ERR_TIMEOUT, "no completion of %s within %d ms", what, c->opts.op_timeout_ms);
+			rc = dm_fail(c, cn, DM_ERR_TIMEOUT, "no completion of %s within %d ms", what, c->opts.op_timeout_ms);
+			break;
 		}
 		if (now < spin_until)
 			continue;
 		if (U.ucp_worker_arm(c->ucx_worker) == UCS_OK)
 		{
 			int			ms = (int) ((deadline - now + 999999) / 1000000);
-			int			rc;
 
 			if (ms > 100)
 				ms = 100;		/* the worker's fd may miss a completion of another transport */
 			if (c->opts.wait)
 			{
-				if ((rc = c->opts.wait(c->opts.wait_arg, c->ucx_efd, 0, ms)) < 0)
+				if (c->opts.wait(c->opts.wait_arg, c->ucx_efd, 0, ms) < 0)
 				{
-					U.ucp_request_free(req);
-					return dm_fail(c, cn, DM_ERR_INTERRUPTED, "wait for %s interrupted", what);
+					rc = dm_fail(c, cn, DM_ERR_INTERRUPTED, "wait for %s interrupted", what);
+					break;
 				}
 			}
 			else
@@ -311,14 +261,21 @@ wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *wh
 		/* transports without (prompt) peer failure reports: the control socket tells */
 		if (control_closed(cn, 0))
 		{
-			U.ucp_request_free(req);
-			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+			rc = dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
+			break;
 		}
 	}
-	U.ucp_request_free(req);
-	if (st != UCS_OK)
-		return dm_fail(c, cn, op_error(cn, st), "%s failed: %s", what, U.ucs_status_string(st));
-	return DM_OK;
+	if (req != NULL)
+		U.ucp_request_free(req);	/* an unfinished send: released when UCX is done with it */
+	if (rc == DM_OK && st != UCS_OK)
+		rc = dm_fail(c, cn, dm_ucx_op_error(cn, st), "%s failed: %s", what, U.ucs_status_string(st));
+	return rc;
+}
+
+static int
+wait_req(dm_client *c, dm_conn *cn, void *req, uint64_t deadline, const char *what)
+{
+	return dm_ucx_wait(c, cn, req, NULL, deadline, what);
 }
 
 /* An nbx call's result: done, in progress (kept in reqs), or failed. */
@@ -328,7 +285,7 @@ track(dm_client *c, dm_conn *cn, ucs_status_ptr_t r, void **reqs, int *nreq, con
 	if (r == NULL)
 		return DM_OK;
 	if (UCS_PTR_IS_ERR(r))
-		return dm_fail(c, cn, op_error(cn, UCS_PTR_STATUS(r)), "%s failed: %s", what,
+		return dm_fail(c, cn, dm_ucx_op_error(cn, UCS_PTR_STATUS(r)), "%s failed: %s", what,
 					   U.ucs_status_string(UCS_PTR_STATUS(r)));
 	reqs[(*nreq)++] = r;
 	return DM_OK;
@@ -362,7 +319,7 @@ flush(dm_client *c, dm_conn *cn, uint64_t deadline)
 	if (r == NULL)
 		return DM_OK;
 	if (UCS_PTR_IS_ERR(r))
-		return dm_fail(c, cn, op_error(cn, UCS_PTR_STATUS(r)), "flush failed: %s",
+		return dm_fail(c, cn, dm_ucx_op_error(cn, UCS_PTR_STATUS(r)), "flush failed: %s",
 					   U.ucs_status_string(UCS_PTR_STATUS(r)));
 	return wait_req(c, cn, r, deadline, "a flush");
 }
@@ -424,6 +381,16 @@ read_sb_words(dm_client *c, dm_conn *cn, uint64_t words[2], uint64_t *inc)
 	void	   *reqs[2];
 	int			nreq = 0, rc;
 
+	if (cn->ucx_local != NULL)
+	{
+		const dm_superblock *sb = (const dm_superblock *) cn->ucx_local;
+
+		words[0] = __atomic_load_n(&sb->state, __ATOMIC_ACQUIRE);
+		words[1] = __atomic_load_n(&sb->heartbeat_ns, __ATOMIC_RELAXED);
+		*inc = __atomic_load_n(&sb->incarnation, __ATOMIC_RELAXED);
+		return DM_OK;
+	}
+
 	_Static_assert(offsetof(dm_superblock, heartbeat_ns) == offsetof(dm_superblock, state) + 8,
 				   "state and heartbeat are adjacent");
 	if ((rc = track(c, cn, get(cn, words, offsetof(dm_superblock, state), 16), reqs, &nreq, "a liveness read")) != DM_OK ||
@@ -440,7 +407,8 @@ read_sb_words(dm_client *c, dm_conn *cn, uint64_t words[2], uint64_t *inc)
 /*
  * Judge the memnode's liveness (at most every LIVENESS_EVERY_NS unless
  * forced).  The memnode beats every 50 ms; its clock is not ours (another
- * host), so we watch the value change.  A heartbeat quiet for 150 ms is
+ * host), so we watch the value change (over shared memory it is ours: the
+ * beat's age is read directly).  A heartbeat quiet for 150 ms is
  * waited for, up to op_timeout, as tcp waits for a reply: a stopped
  * memnode is a timeout, a dead one (control socket closed) CLOSED.
  */
@@ -468,13 +436,23 @@ check_alive(dm_client *c, dm_conn *cn, int force)
 			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode is reattaching to its region");
 		if (words[0] != DM_SB_LIVE)
 			return dm_fail(c, cn, DM_ERR_CLOSED, "memnode has shut down");
-		if (words[1] != cn->ucx_hb)
+		if (cn->ucx_local != NULL)
+		{
+			/*
+			 * Shared memory: the memnode is on this host, its heartbeat is
+			 * our CLOCK_MONOTONIC (as over shm), so its age is known even
+			 * after we were idle -- a changed value could be from long ago.
+			 */
+			if (words[1] > now || now - words[1] < 150000000u)
+				return DM_OK;
+		}
+		else if (words[1] != cn->ucx_hb)
 		{
 			cn->ucx_hb = words[1];
 			cn->ucx_hb_seen_ns = now;
 			return DM_OK;
 		}
-		if (now - cn->ucx_hb_seen_ns < 150000000u)
+		else if (now - cn->ucx_hb_seen_ns < 150000000u)
 			return DM_OK;
 		if (deadline == 0)
 			deadline = now + (uint64_t) c->opts.op_timeout_ms * 1000000u;
@@ -495,7 +473,11 @@ dm_ucx_check(dm_client *c, dm_conn *cn)
 	return check_alive(c, cn, 1);
 }
 
-/* The UCX_ATTACH RPC on the (handshaken) control connection; the reply lands in cn->rbuf. */
+/*
+ * The UCX_ATTACH RPC on the (handshaken) control connection, with our
+ * worker's address (where the memnode sends replies to RPCs over UCX); the
+ * reply lands in cn->rbuf.
+ */
 static int
 attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 {
@@ -503,17 +485,33 @@ attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 	{
 		dm_frame_hdr h;
 		dm_rpc_hdr	r;
-		dm_rpc_u64	a;
-	}			req;
+		dm_rpc_ucx_attach_req a;
+	}		   *req;
 	dm_frame_hdr *rh;
 	uint64_t	deadline = dm_deadline(c->opts.connect_timeout_ms);
+	ucp_address_t *addr = NULL;
+	size_t		addr_len = 0;
+	ucs_status_t st;
 	int			rc;
 
-	memset(&req, 0, sizeof(req));
-	dm_hdr_init(&req.h, DM_MSG_RPC, sizeof(req), ++cn->seq);
-	req.r.code = DM_RPC_UCX_ATTACH;
-	if ((rc = dm_sock_send(c, cn, &req, sizeof(req), deadline)) != DM_OK ||
-		(rc = dm_sock_recv_frame(c, cn, DM_MSG_RPC, cn->seq, deadline, &rh)) != DM_OK)
+	if ((st = U.ucp_worker_get_address(c->ucx_worker, &addr, &addr_len)) != UCS_OK)
+		return dm_fail(c, cn, DM_ERR_NOSHM, "cannot get our UCX worker address: %s", U.ucs_status_string(st));
+	if (addr_len > DM_UCX_ADDR_MAX || (req = calloc(1, sizeof(*req))) == NULL)
+	{
+		U.ucp_worker_release_address(c->ucx_worker, addr);
+		return dm_fail(c, cn, addr_len > DM_UCX_ADDR_MAX ? DM_ERR_NOSHM : DM_ERR_NOMEM,
+					   "our UCX worker address takes %zu bytes, more than %d: restrict UCX_TLS",
+					   addr_len, DM_UCX_ADDR_MAX);
+	}
+	req->a.addr_len = (uint32_t) addr_len;
+	req->a.flags = no_peer_mode ? 0 : DM_UCX_PEER_ERRORS;	/* our endpoint's, mirrored by the memnode's */
+	memcpy(req->a.addr, addr, addr_len);
+	U.ucp_worker_release_address(c->ucx_worker, addr);
+	dm_hdr_init(&req->h, DM_MSG_RPC, sizeof(*req), ++cn->seq);
+	req->r.code = DM_RPC_UCX_ATTACH;
+	rc = dm_sock_send(c, cn, req, sizeof(*req), deadline);
+	free(req);
+	if (rc != DM_OK || (rc = dm_sock_recv_frame(c, cn, DM_MSG_RPC, cn->seq, deadline, &rh)) != DM_OK)
 		return rc == DM_ERR_TIMEOUT ? dm_fail(c, cn, DM_ERR_CONNECT, "UCX attach timed out") : rc;
 	if (rh->status == DM_ERR_NOSHM || rh->status == DM_ERR_INVALID)
 		return dm_fail(c, cn, DM_ERR_NOSHM, "memnode does not export its region through UCX (start it with --ucx)");
@@ -523,7 +521,8 @@ attach_rpc(dm_client *c, dm_conn *cn, dm_rpc_ucx_rep *rep, const uint8_t **blob)
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "UCX attach reply too short");
 	memcpy(rep, cn->rbuf + DM_HDR_SIZE + sizeof(dm_rpc_hdr), sizeof(*rep));
 	if (rep->rkey_len == 0 || rep->addr_len == 0 || rep->rkey_len + rep->addr_len > DM_UCX_BLOB_MAX ||
-		rh->length < DM_HDR_SIZE + sizeof(dm_rpc_hdr) + sizeof(*rep) + rep->rkey_len + rep->addr_len)
+		rh->length < DM_HDR_SIZE + sizeof(dm_rpc_hdr) + sizeof(*rep) + rep->rkey_len + rep->addr_len ||
+		(rep->token[0] == 0 && rep->token[1] == 0))
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "UCX attach reply is malformed");
 	*blob = cn->rbuf + DM_HDR_SIZE + sizeof(dm_rpc_hdr) + sizeof(*rep);
 	return DM_OK;
@@ -541,7 +540,7 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	int			nreq = 0, rc;
 
 	if (ctx == NULL)
-		return dm_fail(c, cn, DM_ERR_NOSHM, "%s", ucx_load_err);
+		return dm_fail(c, cn, DM_ERR_NOSHM, "%s", ucx_ctx_err);
 	if (c->ucx_worker == NULL || c->ucx_pid != getpid())
 	{
 		ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
@@ -552,6 +551,8 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 			(st = U.ucp_worker_get_efd(c->ucx_worker, &c->ucx_efd)) != UCS_OK)
 			return dm_fail(c, cn, DM_ERR_NOSHM, "cannot create a UCX worker: %s", U.ucs_status_string(st));
 		c->ucx_pid = getpid();
+		c->ucx_rpc_cn = NULL;
+		c->ucx_rpc_ready = 0;	/* its reply handler: at its first RPC (dm_ucx_rpc.c) */
 	}
 	if ((rc = attach_rpc(c, cn, &rep, &blob)) != DM_OK)
 		return rc;
@@ -568,20 +569,28 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	 * UCX 1.13's shared-memory transports do not, and there the liveness
 	 * check (check_alive) is what notices a memnode gone.
 	 */
-	if (no_peer_mode || (st = U.ucp_ep_create(c->ucx_worker, &ep, (ucp_ep_h *) &cn->ucx_ep)) != UCS_OK)
-	{
-		no_peer_mode = 1;		/* UCX logs why once; don't ask again */
+	if (no_peer_mode)
 		ep.field_mask &= ~(uint64_t) (UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
-		st = U.ucp_ep_create(c->ucx_worker, &ep, (ucp_ep_h *) &cn->ucx_ep);
-	}
-	if (st != UCS_OK)
+	if ((st = U.ucp_ep_create(c->ucx_worker, &ep, (ucp_ep_h *) &cn->ucx_ep)) != UCS_OK)
 	{
+		/*
+		 * The attach told the memnode our endpoint's error handling, and
+		 * its endpoint for our replies is made so; without it from now on
+		 * (UCX has logged why), from the next connection on.
+		 */
 		cn->ucx_ep = NULL;
+		if (!no_peer_mode)
+		{
+			no_peer_mode = 1;
+			return dm_fail(c, cn, DM_ERR_CONNECT, "UCX cannot report peer failures over these transports (%s): "
+						   "reconnect to use it without", U.ucs_status_string(st));
+		}
 		return dm_fail(c, cn, DM_ERR_CONNECT, "cannot create a UCX endpoint: %s", U.ucs_status_string(st));
 	}
 	cn->ucx_worker = c->ucx_worker;
 	cn->ucx_pid = getpid();
 	cn->ucx_base = rep.base;
+	memcpy(cn->ucx_token, rep.token, sizeof(cn->ucx_token));
 	cn->ucx_allocated = (rep.flags & DM_UCX_ALLOCATED) != 0;
 	if ((st = U.ucp_ep_rkey_unpack(cn->ucx_ep, blob, (ucp_rkey_h *) &cn->ucx_rkey)) != UCS_OK)
 		return dm_fail(c, cn, DM_ERR_PROTOCOL, "cannot unpack the memnode's rkey: %s", U.ucs_status_string(st));
@@ -598,6 +607,26 @@ dm_ucx_attach(dm_client *c, dm_conn *cn)
 	if (cn->ucx_sb->magic != DM_SB_MAGIC || cn->ucx_sb->incarnation != cn->seen_incarnation ||
 		cn->ucx_sb->node_id != cn->node_id || cn->ucx_sb->region_size != cn->region_size)
 		return dm_fail(c, cn, DM_ERR_NOSHM, "the region reached through UCX is not this memnode's");
+	/*
+	 * Over shared memory UCX can map the region here (posix or sysv, on a
+	 * region it allocated): ucp_rkey_ptr gives a local pointer, and ops run
+	 * on it directly (dm_shm_exec), as UCX's own get, put and atomics on
+	 * that transport would (a copy, a locked instruction) but without their
+	 * per-op request and protocol dispatch.  The mapping must cover the
+	 * region contiguously; otherwise, and on RDMA or tcp, UCX's operations.
+	 * DM_UCX_NO_RKEY_PTR in the environment keeps UCX's operations here
+	 * too (bench/run-transport-bench.sh: the comparison with ucx_perftest).
+	 */
+	{
+		void	   *lo = NULL,
+				   *hi = NULL;
+
+		cn->ucx_local = NULL;
+		if (U.ucp_rkey_ptr(cn->ucx_rkey, cn->ucx_base, &lo) == UCS_OK &&
+			U.ucp_rkey_ptr(cn->ucx_rkey, cn->ucx_base + cn->region_size - 8, &hi) == UCS_OK &&
+			(uint8_t *) hi - (uint8_t *) lo == (ptrdiff_t) (cn->region_size - 8))
+			cn->ucx_local = getenv("DM_UCX_NO_RKEY_PTR") ? NULL : lo;
+	}
 	memset(&cn->ucx_region, 0, sizeof(cn->ucx_region));
 	cn->ucx_region.size = cn->region_size;
 	cn->ucx_region.sb = cn->ucx_sb;
@@ -676,6 +705,8 @@ dm_ucx_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
 	}
 	if ((rc = check_alive(c, cn, 0)) != DM_OK)
 		return rc;
+	if (cn->ucx_local != NULL)
+		return dm_shm_exec(c, cn, cn->ucx_local, ops);
 	if (maxreq > 32 && (reqs = malloc(sizeof(void *) * (size_t) maxreq)) == NULL)
 		return dm_fail(c, cn, DM_ERR_NOMEM, "out of memory");
 	for (int k = 0; k < cn->nidx && rc == DM_OK; k++)

@@ -23,7 +23,7 @@ def frame(typ, body, seq=1):
     return struct.pack("<IIHHIQ", MAGIC, 24 + len(body), typ, 0, 0, seq) + body
 
 
-def hello(identity=b"", version=6, nonce=b"\x11" * 32):
+def hello(identity=b"", version=7, nonce=b"\x11" * 32):
     body = struct.pack("<IIQ", version, 0, 4242) + b"fuzz seed".ljust(32, b"\0")
     if version >= 3:
         body += identity.ljust(64, b"\0") + nonce

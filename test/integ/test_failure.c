@@ -4,7 +4,7 @@
  *   (a) SIGSTOP: an op times out after op_timeout, the connection is then
  *       broken (fails fast) until dm_client_reconnect (same incarnation);
  *   (b) kill -9: the next tcp op fails with CLOSED, also when the memnode
- *       dies while the op is waiting for its reply;
+ *       dies while the op (or an RPC) is waiting for its reply;
  *   (c) restart on the same port (anonymous memory: nothing to reattach):
  *       DM_ERR_INCARNATION until the new incarnation is accepted, and the
  *       old data is gone;
@@ -177,29 +177,45 @@ test_tcp(void)
 	 * (a') writes the client gave up on are not run when the memnode comes
 	 * back: the client hung up at its timeout, and an abandoned write
 	 * landing later could, for PostgreSQL, name a tid VACUUM has freed.
+	 * Over ucx the one-sided WRITE is the client's own (no memnode CPU runs
+	 * it), but the RPC is a message the memnode runs: it must not either.
 	 */
-	if (!test_ucx())
 	{
 		uint64_t	late = 0x5555, w[2] = {1, 1};
 		dm_gaddr	c2 = 0;
 		dm_node_stats st0, st1;
+		dm_counters k;
 
 		CHECK(dm_node_stats_get(c, node, &st0) == DM_OK, "late writes: stats before");
-		CHECK(stop_memnode(&mn), "late writes: memnode stopped");
-		CHECK_STATUS(dm_write(c, chunk + 8, &late, 8), DM_ERR_TIMEOUT, "late writes: a WRITE times out");
-		CHECK_STATUS(dm_client_reconnect(c, node), DM_ERR_CONNECT, "late writes: no reconnecting while stopped");
-		kill(mn.pid, SIGCONT);
-		CHECK_STATUS(dm_client_reconnect(c, node), DM_OK, "late writes: reconnected");
-		CHECK_STATUS(dm_faa(c, chunk + 16, 1, NULL), DM_OK, "late writes: FAA on the new connection");
+		if (!test_ucx())
+		{
+			CHECK(stop_memnode(&mn), "late writes: memnode stopped");
+			CHECK_STATUS(dm_write(c, chunk + 8, &late, 8), DM_ERR_TIMEOUT, "late writes: a WRITE times out");
+			CHECK_STATUS(dm_client_reconnect(c, node), DM_ERR_CONNECT, "late writes: no reconnecting while stopped");
+			kill(mn.pid, SIGCONT);
+			CHECK_STATUS(dm_client_reconnect(c, node), DM_OK, "late writes: reconnected");
+			CHECK_STATUS(dm_faa(c, chunk + 16, 1, NULL), DM_OK, "late writes: FAA on the new connection");
+		}
+		dm_client_reset_counters(c);
 		CHECK(stop_memnode(&mn), "late writes: memnode stopped again");
+		t0 = now_ns();
 		CHECK_STATUS(dm_chunk_alloc(c, node, 0x4445, &c2, NULL), DM_ERR_TIMEOUT, "late writes: a chunk allocation times out");
+		ms = ms_since(t0);
+		CHECK(ms >= OP_TIMEOUT_MS - 50 && ms < 3000, "late writes: after %" PRIu64 " ms (op_timeout %d)", ms, OP_TIMEOUT_MS);
+		dm_client_counters(c, node, &k);
+		CHECK(test_ucx() ? k.wire_bytes_sent == 0 : k.wire_bytes_sent > 0,
+			  "late writes: the allocation was sent %s (%" PRIu64 " socket bytes)", test_ucx() ? "over UCX" : "on the socket",
+			  k.wire_bytes_sent);
 		kill(mn.pid, SIGCONT);
 		usleep(300 * 1000);		/* time to read what was sent before the hang-ups */
 		CHECK_STATUS(dm_client_reconnect(c, node), DM_OK, "late writes: reconnected again");
-		rc = dm_read(c, chunk + 8, w, 16);
-		CHECK(rc == DM_OK && w[0] == 0 && w[1] == 1,
-			  "late writes: the abandoned WRITE never landed (word %" PRIx64 "), the later FAA did (%" PRIu64 ")",
-			  w[0], w[1]);
+		if (!test_ucx())
+		{
+			rc = dm_read(c, chunk + 8, w, 16);
+			CHECK(rc == DM_OK && w[0] == 0 && w[1] == 1,
+				  "late writes: the abandoned WRITE never landed (word %" PRIx64 "), the later FAA did (%" PRIu64 ")",
+				  w[0], w[1]);
+		}
 		rc = dm_node_stats_get(c, node, &st1);
 		CHECK(rc == DM_OK && st1.chunks_used == st0.chunks_used,
 			  "late writes: nor did the abandoned chunk allocation (%" PRIu64 " chunks in use, %" PRIu64 " before)",
@@ -487,10 +503,60 @@ test_connect(void)
 	}
 }
 
+/*
+ * (b'') killed while an RPC waits for its reply: CLOSED as soon as it
+ * dies, as for an op (over ucx the RPC is a UCX message; its wait watches
+ * the control socket).
+ */
+static void
+test_rpc_killed(void)
+{
+	const char *const args[] = {"--id", "5", "--size", "64M", "--chunk-size", "1M", NULL};
+	memnode_proc mn;
+	dm_client  *c = new_client(failure_backend(), OP_TIMEOUT_MS);
+	dm_counters k;
+	dm_gaddr	ch = 0;
+	uint64_t	t0,
+				ms;
+	uint16_t	node = 0;
+	pid_t		killer;
+	int			rc;
+
+	if (!CHECK(memnode_start(&mn, 0, args) == 0, "rpc kill: memnode started"))
+	{
+		dm_client_destroy(c);
+		return;
+	}
+	CHECK_STATUS(dm_client_connect(c, mn.addr, &node), DM_OK, "rpc kill: connected");
+	dm_client_reset_counters(c);
+	CHECK(stop_memnode(&mn), "rpc kill: memnode stopped");
+	fflush(stdout);
+	if ((killer = fork()) == 0)
+	{
+		usleep(300 * 1000);
+		kill(mn.pid, SIGKILL);
+		_exit(0);
+	}
+	t0 = now_ns();
+	rc = dm_chunk_alloc(c, node, 0x4446, &ch, NULL);
+	ms = ms_since(t0);
+	waitpid(killer, NULL, 0);
+	dm_client_counters(c, node, &k);
+	CHECK_STATUS(rc, DM_ERR_CLOSED, "kill -9 during an RPC: CLOSED");
+	CHECK(ms >= 250 && ms < OP_TIMEOUT_MS - 100, "kill -9 during an RPC: failed when the memnode died (%" PRIu64 " ms)",
+		  ms);
+	CHECK(test_ucx() ? k.wire_bytes_sent == 0 : k.wire_bytes_sent > 0,
+		  "kill -9 during an RPC: it was sent %s (%" PRIu64 " socket bytes)", test_ucx() ? "over UCX" : "on the socket",
+		  k.wire_bytes_sent);
+	memnode_stop(&mn, SIGKILL);	/* reap */
+	dm_client_destroy(c);
+}
+
 int
 main(void)
 {
 	test_tcp();
+	test_rpc_killed();
 	if (!test_ucx())
 	{
 		/* shm-specific, and tcp's connect failures: nothing of ucx */

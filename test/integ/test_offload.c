@@ -35,6 +35,8 @@
  *             caches): an offloaded write's nodes are in the list; one whose
  *             reply never came (the memnode stopped, the op timed out) marks
  *             the list lost (overflow: the whole tree).
+ * The ucx variant (NAME+ucx-tcp, NAME+ucx-posix) runs only run_ucx: no
+ * offloading over ucx, the drain over UCX messages.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -1116,6 +1118,73 @@ run_wlog(int backend, const char *bname)
 }
 
 /*
+ * The ucx variant (DM_TEST_TRANSPORT=ucx): a client that reaches the
+ * memnode over ucx offloads nothing (docs/design.md §3: the executor's
+ * atomics are the memnode CPU's, not the NIC's), and its answers are the
+ * one-sided ones; the drain of writes of unknown outcome works over UCX:
+ * the "late" section with a tcp client's offloaded inserts given up on,
+ * drained by a reader over ucx, whose DM_RPC_OFF_DRAIN (and every other
+ * RPC) goes as a UCX active message.
+ */
+static void
+run_ucx(void)
+{
+	dm_client  *c = connect_to(&mn, DM_BACKEND_TCP, NULL);
+	dm_client  *cu = connect_to(&mn, DM_BACKEND_UCX, NULL);
+	dm_cache_config cfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		len = dm_cache_shmem_size(&cfg);
+	void	   *mem = aligned_alloc(64, (len + 63) & ~(size_t) 63);
+	dm_cache   *cache = mem ? dm_cache_init(mem, len, &cfg) : NULL;
+	dm_tree    *t = NULL,
+			   *tu = NULL;
+	dm_tree_name tn;
+	dm_node_info ni;
+	dm_offload_counters a,
+				b;
+	dm_counters k0,
+				k1;
+	model		m = {0};
+	uint64_t	tag = 0;
+	int			ok = 1;
+
+	dm_tree_name_named(&tn, "ucx-drain");
+	if (!CHECK(c && cu && cache && (t = new_tree(c, "ucx-drain", 256)) != NULL &&
+			   dm_tree_use_cache(t, cache, 0) == DM_OK && dm_tree_open_existing(cu, 1, &tn, &tu) == DM_OK &&
+			   dm_tree_use_cache(tu, cache, 0) == DM_OK && dm_client_node_info(cu, 0, &ni) == DM_OK &&
+			   ni.backend == DM_BACKEND_UCX, "ucx: a tree, a tcp and a ucx handle on one cache"))
+		return;
+	tag = dm_cache_tree_tag(dm_tree_id(t), ni.incarnation);
+	CHECK_STATUS(dm_tree_set_offload(tu, DM_OFFLOAD_ALWAYS), DM_OK, "ucx: offload always");
+	dm_tree_offload_counters(tu, &a);
+	for (int i = 0; i < 600 && ok; i++)
+	{
+		dm_entry	e = dm_entry_make((uint64_t) i * 3, 0);
+		uint64_t	tids[2];
+		int			n = 0;
+
+		ok = dm_tree_insert(tu, e, NULL) == DM_OK && dm_tree_lookup(tu, e.key, tids, 2, &n) == DM_OK && n == 1;
+		m_insert(&m, e);
+	}
+	dm_tree_offload_counters(tu, &b);
+	CHECK(ok && b.offloads == a.offloads, "ucx: 600 inserts and lookups, none offloaded (%" PRIu64 " offloads)",
+		  b.offloads - a.offloads);
+	CHECK(same_as_model(t, &m, "ucx"), "ucx: tree = model");
+	dm_client_counters(cu, -1, &k0);
+	run_cache_late(DM_BACKEND_TCP, "tcp, drained over ucx", "ucx-drain", cache, tag, tu);
+	dm_client_counters(cu, -1, &k1);
+	CHECK(k1.rpcs > k0.rpcs && k1.rpcs_ucx - k0.rpcs_ucx == k1.rpcs - k0.rpcs,
+		  "ucx: the reader's drains went over UCX (%" PRIu64 " of %" PRIu64 " RPCs)", k1.rpcs_ucx - k0.rpcs_ucx,
+		  k1.rpcs - k0.rpcs);
+	dm_tree_close(tu);
+	dm_tree_destroy(t);
+	m_free(&m);
+	free(mem);
+	dm_client_destroy(cu);
+	dm_client_destroy(c);
+}
+
+
+/*
  * A write still running when its client gave up and drains it: the memnode
  * (test hook DMINDEX_MEMNODE_TEST_WRITE_DELAY_MS) makes every offloaded
  * write wait 1.5 s before it runs; the writer's client gives up after
@@ -1235,6 +1304,12 @@ main(void)
 	rng = seed | 1;
 	if (!CHECK(memnode_start(&mn, 0, args) == 0, "memnode (--shm, --offload-threads 2)"))
 		return tap_done();
+	if (test_ucx())
+	{
+		run_ucx();
+		CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
+		return tap_done();
+	}
 	for (int i = 0; i < 2; i++)
 	{
 		run_basic(backends[i], names[i]);

@@ -54,56 +54,6 @@ rnd(void)
 
 
 
-static int
-raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep)
-{
-	struct
-	{
-		dm_frame_hdr h;
-		dm_hello_req r;
-	}			req;
-
-	memset(&req, 0, sizeof(req));
-	dm_hdr_init(&req.h, DM_MSG_HELLO, sizeof(req), 77);
-	req.r.version = version;
-	req.r.client_pid = (uint64_t) getpid();
-	snprintf(req.r.client_name, sizeof(req.r.client_name), "test_robust raw");
-	if (test_auth_on())
-	{
-		snprintf(req.r.identity, sizeof(req.r.identity), "tenant-a");
-		dm_auth_random(req.r.client_nonce, sizeof(req.r.client_nonce));
-	}
-	if (test_raw_send(fd, &req, sizeof(req)) < 0)
-		return -1;
-	if (test_raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0)
-		return -1;
-	if (rep_hdr->length != DM_HDR_SIZE + sizeof(*rep))
-		return -1;
-	if (test_raw_recv(fd, rep, sizeof(*rep)) < 0)
-		return -1;
-	if (rep_hdr->status == DM_OK && (rep->flags & DM_HELLO_REP_AUTH))
-	{
-		/* the second half of the handshake (dm_auth.h): our proof; its reply is the real HELLO reply */
-		struct
-		{
-			dm_frame_hdr h;
-			dm_auth_req r;
-		}			areq;
-		dm_auth_rep arep;
-		const char *secret = test_auth_secret("tenant-a");
-
-		memset(&areq, 0, sizeof(areq));
-		dm_hdr_init(&areq.h, DM_MSG_AUTH, sizeof(areq), 78);
-		dm_auth_mac((const uint8_t *) secret, (uint32_t) strlen(secret), DM_AUTH_ROLE_CLIENT, req.r.identity,
-					req.r.client_nonce, rep->server_nonce, areq.r.mac);
-		if (test_raw_send(fd, &areq, sizeof(areq)) < 0 || test_raw_recv(fd, rep_hdr, sizeof(*rep_hdr)) < 0 ||
-			rep_hdr->length != DM_HDR_SIZE + sizeof(arep) || test_raw_recv(fd, &arep, sizeof(arep)) < 0)
-			return -1;
-		*rep = arep.hello;
-	}
-	return 0;
-}
-
 /* ---- the well-behaved client ------------------------------------------------- */
 
 static uint64_t
@@ -179,7 +129,7 @@ test_raw_abuse(void)
 	close(fd);
 	/* ... and after a handshake too */
 	fd = test_raw_connect(mn.port);
-	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
+	CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 		  "oversized after hello: handshake ok");
 	dm_hdr_init(&h, DM_MSG_BATCH, 0xFFFFFFF8u, 2);
 	CHECK(test_raw_send(fd, &h, sizeof(h)) == 0 && test_raw_closed(fd, 3000, NULL),
@@ -205,7 +155,7 @@ test_raw_abuse(void)
 	/* 4. a truncated frame, then close: nothing of it may be applied */
 	before = read_word(chunk + 8);
 	fd = test_raw_connect(mn.port);
-	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
+	CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 		  "truncated: handshake ok");
 	{
 		dm_batch_hdr bh = {.nops = 2,.bad_index = 0};
@@ -265,7 +215,7 @@ test_raw_abuse(void)
 	/* 6. HELLO with a wrong version: an error reply, then the memnode hangs up */
 	fd = test_raw_connect(mn.port);
 	memset(&rh, 0, sizeof(rh));
-	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION + 1, &rh, &hr) == 0, "wrong version: got a reply");
+	CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION + 1, &rh, &hr) == 0, "wrong version: got a reply");
 	CHECK(rh.magic == DM_PROTO_MAGIC && rh.type == (DM_MSG_HELLO | DM_MSG_REPLY) && rh.seq == 77,
 		  "wrong version: reply header is a HELLO reply echoing the seq");
 	CHECK_STATUS((int) rh.status, DM_ERR_VERSION, "wrong version: status VERSION");
@@ -277,14 +227,14 @@ test_raw_abuse(void)
 
 	/* 7. HELLO twice; HELLO with a short body */
 	fd = test_raw_connect(mn.port);
-	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "hello twice: first ok");
+	CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "hello twice: first ok");
 	CHECK(hr.node_id == node && hr.incarnation == mn.incarnation && hr.region_size == region_size,
 		  "hello reply: node id, incarnation and region size");
 	{
 		dm_frame_hdr rh2;
 		dm_hello_rep hr2;
 
-		CHECK(raw_hello(fd, DM_PROTO_VERSION, &rh2, &hr2) < 0 && test_raw_closed(fd, 3000, NULL),
+		CHECK(test_raw_hello(fd, DM_PROTO_VERSION, &rh2, &hr2) < 0 && test_raw_closed(fd, 3000, NULL),
 			  "hello twice: second hello closes the connection");
 	}
 	close(fd);
@@ -297,7 +247,7 @@ test_raw_abuse(void)
 
 	/* 8. after a good hello: unknown RPC code (refused, connection kept), bad RPC length, odd types */
 	fd = test_raw_connect(mn.port);
-	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "rpc abuse: hello ok");
+	CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "rpc abuse: hello ok");
 	{
 		dm_rpc_hdr	rpch = {.code = 999};
 		uint8_t		rb[64];
@@ -343,7 +293,7 @@ test_raw_abuse(void)
 		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		{
 			fd = test_raw_connect(mn.port);
-			CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
+			CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 				  "type 0x%x: hello ok", types[t]);
 			n = test_raw_frame(buf, types[t], body, test_raw_faa_body(body, chunk + 8), 3);
 			CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
@@ -352,7 +302,7 @@ test_raw_abuse(void)
 		}
 		/* a request with a non-zero status field */
 		fd = test_raw_connect(mn.port);
-		CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
+		CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK,
 			  "status field: hello ok");
 		before = read_word(chunk + 8);
 		n = test_raw_frame(buf, DM_MSG_BATCH, body, test_raw_faa_body(body, chunk + 8), 3);
@@ -363,7 +313,7 @@ test_raw_abuse(void)
 		CHECK(read_word(chunk + 8) == before, "request with a status set: not applied");
 		/* a BATCH with nops 0 */
 		fd = test_raw_connect(mn.port);
-		CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0, "nops 0: hello ok");
+		CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0, "nops 0: hello ok");
 		memset(body, 0, 8);
 		n = test_raw_frame(buf, DM_MSG_BATCH, body, 8, 4);
 		CHECK(test_raw_send(fd, buf, n) == 0 && test_raw_closed(fd, 3000, &got) && got == 0,
@@ -378,7 +328,7 @@ test_raw_abuse(void)
 	 * time must be executed once complete.
 	 */
 	fd = test_raw_connect(mn.port);
-	CHECK(fd >= 0 && raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "pipeline: hello ok");
+	CHECK(fd >= 0 && test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr) == 0 && rh.status == DM_OK, "pipeline: hello ok");
 	{
 		static uint8_t pbuf[200 * 40];
 		size_t		off = 0;
@@ -773,7 +723,7 @@ test_fuzz(void)
 		}
 		/* half of the time after a proper handshake, to reach the deeper decoders */
 		if (rnd() % 2)
-			raw_hello(fd, DM_PROTO_VERSION, &rh, &hr);
+			test_raw_hello(fd, DM_PROTO_VERSION, &rh, &hr);
 		n = fuzz_frame(buf, sizeof(buf));
 		/* sometimes cut the frame short, sometimes send two */
 		if (rnd() % 8 == 0)

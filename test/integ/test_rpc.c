@@ -1,9 +1,11 @@
 /*
- * test_rpc.c — the memnode's RPCs end to end through dm_client, over tcp
- * and shm (RPCs always travel on the socket; with shm the catalog words
- * they return are then used through the mapping): ping, chunk
+ * test_rpc.c — the memnode's RPCs end to end through dm_client, over tcp,
+ * shm and ucx (on the socket for tcp and shm, the catalog words they
+ * return then used through the mapping; as UCX active messages for ucx,
+ * which the client's and the memnode's counters must show): ping, chunk
  * alloc/free/free-owner, slabs given back and reused, tree catalog create/open/drop/list with filters
- * and pagination, stats, client counters, and client-side limits.
+ * and pagination, stats, client counters, client-side limits, and a
+ * request that arrives after its client gave up.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -70,8 +72,20 @@ run(const char *tag, int backend, const memnode_proc *mn)
 	dm_client_counters(c, node, &ctr);
 	CHECK(ctr.rpcs == 4 && ctr.round_trips == 0, "%s: counters: 4 rpcs, no batches (%" PRIu64 ", %" PRIu64 ")",
 		  tag, ctr.rpcs, ctr.round_trips);
+	/* over ucx the RPCs are UCX active messages: not a byte on the socket (a fall back to tcp fails here) */
+	if (backend == DM_BACKEND_UCX)
+		CHECK(ctr.rpcs_ucx == 4 && ctr.wire_bytes_sent == 0 && ctr.wire_bytes_recv == 0,
+			  "%s: the 4 rpcs went over UCX (%" PRIu64 "), none on the socket (%" PRIu64 " bytes sent, %" PRIu64
+			  " received)", tag, ctr.rpcs_ucx, ctr.wire_bytes_sent, ctr.wire_bytes_recv);
+	else
+		CHECK(ctr.rpcs_ucx == 0 && ctr.wire_bytes_sent > 0, "%s: the rpcs went on the socket (%" PRIu64 " over UCX)",
+			  tag, ctr.rpcs_ucx);
 	CHECK_STATUS(dm_node_stats_get(c, node, &st), DM_OK, "%s: stats after alloc", tag);
 	CHECK(st.chunks_used == st0.chunks_used + 4, "%s: stats count 4 more chunks used", tag);
+	/* and the memnode says so too: every RPC since the first stats came over UCX, or none did */
+	CHECK(backend == DM_BACKEND_UCX ? st.rpcs - st0.rpcs == 5 && st.rpcs_ucx - st0.rpcs_ucx == 5 : st.rpcs_ucx == 0,
+		  "%s: the memnode counts %" PRIu64 " of %" PRIu64 " RPCs as having come over UCX", tag,
+		  st.rpcs_ucx - st0.rpcs_ucx, st.rpcs - st0.rpcs);
 	v = 0x77;
 	CHECK_STATUS(dm_write(c, ch[1] + (UINT64_C(1) << 20) - 8, &v, 8), DM_OK, "%s: write the chunk's last word", tag);
 	CHECK_STATUS(dm_chunk_free(c, ch[0]), DM_OK, "%s: free chunk 0", tag);
@@ -348,6 +362,31 @@ run(const char *tag, int backend, const memnode_proc *mn)
 		CHECK_STATUS(dm_post(c, ops, 0, &bad), DM_OK, "%s: empty batch is a no-op", tag);
 		free(big);
 		CHECK_STATUS(dm_ping(c, node), DM_OK, "%s: connection fine after client-side refusals", tag);
+	}
+	/*
+	 * A request that arrives after its client gave up (DM_FAULT_LATE_RPC):
+	 * the caller sees TIMEOUT at once, the memnode runs it when it comes
+	 * (over ucx too the child sends it on the abandoned control socket: UCX
+	 * does not survive fork).
+	 */
+	{
+		dm_fault	f = {DM_FAULT_LATE_RPC, 1, 200, 0};
+		dm_gaddr	late = 0;
+		dm_node_stats a, b;
+		int			landed = 0, wst = 0;
+		pid_t		child;
+
+		CHECK_STATUS(dm_node_stats_get(c, node, &a), DM_OK, "%s: stats before a late RPC", tag);
+		dm_client_set_fault(c, &f);
+		CHECK_STATUS(dm_chunk_alloc(c, node, 0x8888, &late, NULL), DM_ERR_TIMEOUT, "%s: a late RPC: TIMEOUT at once", tag);
+		child = wait(&wst);
+		CHECK(child > 0 && WIFEXITED(wst), "%s: a late RPC: its sender finished", tag);
+		CHECK_STATUS(dm_client_reconnect(c, node), DM_OK, "%s: a late RPC: reconnected", tag);
+		if (dm_node_stats_get(c, node, &b) == DM_OK)
+			landed = b.chunks_used == a.chunks_used + 1;
+		CHECK(landed, "%s: a late RPC: it ran when it arrived (%" PRIu64 " chunks in use, %" PRIu64 " before)", tag,
+			  b.chunks_used, a.chunks_used);
+		CHECK(dm_chunk_free_owner(c, node, 0x8888, &n) == DM_OK && n == 1, "%s: a late RPC: its chunk freed", tag);
 	}
 	dm_client_destroy(c);
 }

@@ -157,5 +157,20 @@ main(void)
 	else
 		run("ucx", &mp, DM_BACKEND_UCX);
 	CHECK(memnode_stop(&mp, SIGTERM) == 0, "memnode exits cleanly");
+	if (test_ucx())
+	{
+		/*
+		 * A region UCX allocates (no --shm): over shared memory the client
+		 * runs ops on UCX's mapping of it (ucp_rkey_ptr), over tcp the same
+		 * gets and puts as above.  The same sizes and limits either way.
+		 */
+		const char *const args2[] = {"--size", "128M", "--chunk-size", "16M", NULL};
+
+		if (CHECK(memnode_start(&mp, 0, args2) == 0, "a memnode without --shm starts"))
+		{
+			run("ucx, region allocated by UCX", &mp, DM_BACKEND_UCX);
+			CHECK(memnode_stop(&mp, SIGTERM) == 0, "memnode exits cleanly");
+		}
+	}
 	return tap_done();
 }

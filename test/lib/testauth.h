@@ -26,4 +26,11 @@ extern const char *test_auth_secret(const char *identity);
 /* Put identity's credentials into o (identity must be a test identity). */
 extern void test_auth_opts(dm_client_opts *o, const char *identity);
 
+/*
+ * The handshake on a raw socket (test_raw_connect) with protocol version
+ * version; with test_auth_on() as tenant-a, the AUTH step included (the
+ * real HELLO reply then lands in *rep).  0, or -1 on a transport error.
+ */
+extern int	test_raw_hello(int fd, uint32_t version, dm_frame_hdr *rep_hdr, dm_hello_rep *rep);
+
 #endif

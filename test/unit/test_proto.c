@@ -415,7 +415,12 @@ test_wire_layout(void)
 	CHECK(sizeof(dm_hello_req) % 8 == 0 && sizeof(dm_hello_rep) % 8 == 0 &&
 		  sizeof(dm_tree_info) % 8 == 0 && sizeof(dm_node_stats) % 8 == 0,
 		  "HELLO, tree info and stats bodies are multiples of 8");
-	CHECK(DM_PROTO_MAGIC == 0x58494D44u && DM_PROTO_VERSION == 6, "magic 'DMIX', version 6 (offloaded writes carry the high-water raise)");
+	CHECK(DM_PROTO_MAGIC == 0x58494D44u && DM_PROTO_VERSION == 7,
+		  "magic 'DMIX', version 7 (6: offloaded writes carry the high-water raise; 7: RPCs over UCX active messages)");
+	CHECK(sizeof(dm_rpc_ucx_attach_req) == 4096 && dm_rpc_request_size(DM_RPC_UCX_ATTACH) == 4096 &&
+		  offsetof(dm_rpc_ucx_rep, token) == 24 && sizeof(dm_rpc_ucx_rep) == 40 && sizeof(dm_ucx_am_hdr) == 16 &&
+		  DM_UCX_AM_RPC == 1 && DM_UCX_AM_REPLY == 2 && DM_UCX_PEER_ERRORS == 1,
+		  "UCX attach: 4 KiB request with the worker address, token at 24 of the reply; 16-byte AM header");
 	CHECK(offsetof(dm_wire_op, flags) == 1 && DM_OPF_GUARD == 1, "op flags at byte 1, GUARD = 1");
 	CHECK(dm_gaddr_node(dm_gaddr_make(0x7FFF, DM_OFFSET_MASK)) == 0x7FFF &&
 		  dm_gaddr_offset(dm_gaddr_make(3, 0x123456789ABCull)) == 0x123456789ABCull &&
