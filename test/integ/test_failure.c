@@ -84,6 +84,25 @@ free_port(void)
 }
 
 /*
+ * A child that SIGKILLs pid ms later, while the caller is blocked in the
+ * operation it starts next (the delay is the point).  Reap it with waitpid.
+ */
+static pid_t
+kill_later(pid_t pid, int ms)
+{
+	pid_t		killer;
+
+	fflush(stdout);
+	if ((killer = fork()) == 0)
+	{
+		usleep((useconds_t) ms * 1000);
+		kill(pid, SIGKILL);
+		_exit(0);
+	}
+	return killer;
+}
+
+/*
  * Stop a memnode and wait until it really is stopped: kill() returns
  * before the target's threads have stopped, and a request could still be
  * served in between.  The memnode is our child, so waitpid reports it.
@@ -226,16 +245,8 @@ test_tcp(void)
 	CHECK(stop_memnode(&mn), "SIGSTOP again: memnode stopped");
 	quiet_heartbeat();
 	{
-		pid_t		killer;
+		pid_t		killer = kill_later(mn.pid, 300);
 
-		fflush(stdout);
-		if ((killer = fork()) == 0)
-		{
-			/* the delay is the point here: kill while the parent is blocked */
-			usleep(300 * 1000);
-			kill(mn.pid, SIGKILL);
-			_exit(0);
-		}
 		t0 = now_ns();
 		rc = dm_read(c, chunk, &v, 8);
 		ms = ms_since(t0);
@@ -530,13 +541,7 @@ test_rpc_killed(void)
 	CHECK_STATUS(dm_client_connect(c, mn.addr, &node), DM_OK, "rpc kill: connected");
 	dm_client_reset_counters(c);
 	CHECK(stop_memnode(&mn), "rpc kill: memnode stopped");
-	fflush(stdout);
-	if ((killer = fork()) == 0)
-	{
-		usleep(300 * 1000);
-		kill(mn.pid, SIGKILL);
-		_exit(0);
-	}
+	killer = kill_later(mn.pid, 300);
 	t0 = now_ns();
 	rc = dm_chunk_alloc(c, node, 0x4446, &ch, NULL);
 	ms = ms_since(t0);
