@@ -107,7 +107,7 @@ dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
 		it->pos = dm_leaf_lower_bound(it->buf, r->hi);
 		/* the entry equal to hi, if any, is at pos: start there; else just before */
 		if (!(it->pos < NODE_HDR(it->buf)->count &&
-			  dm_entry_cmp(LEAF_ENTS(it->buf)[it->pos], r->hi) == 0))
+			  dm_entry_cmp(dm_node_entry(it->buf, it->pos), r->hi) == 0))
 			it->pos--;
 	}
 	*out = it;
@@ -132,7 +132,7 @@ static int
 step_right(dm_iter *it)
 {
 	dm_tree    *t = it->t;
-	dm_entry	high = NODE_HDR(it->buf)->high;
+	dm_entry	high = dm_node_high(it->buf);
 	dm_gaddr	right = NODE_HDR(it->buf)->right;
 	int			rc;
 
@@ -146,7 +146,7 @@ step_right(dm_iter *it)
 	 * unlink in progress or done, dm_tree_reclaim.c: sound whatever the
 	 * address held since): we stay on it and step right again from it.
 	 */
-	if (NODE_HDR(it->buf)->level != 0 || dm_entry_cmp(NODE_HDR(it->buf)->low, high) != 0 ||
+	if (NODE_HDR(it->buf)->level != 0 || dm_entry_cmp(dm_node_low(it->buf), high) != 0 ||
 		((NODE_HDR(it->buf)->flags & DM_NODE_DEAD) && NODE_HDR(it->buf)->count != 0))
 	{
 		/* not the neighbour we expected (memory reused?): find it from the root */
@@ -164,7 +164,7 @@ static int
 step_left(dm_iter *it)
 {
 	dm_tree    *t = it->t;
-	dm_entry	low = NODE_HDR(it->buf)->low;
+	dm_entry	low = dm_node_low(it->buf);
 	dm_gaddr	addr = NODE_HDR(it->buf)->left;
 	int			rc;
 
@@ -178,16 +178,16 @@ step_left(dm_iter *it)
 			dm_node_hdr *h = NODE_HDR(it->buf);
 			dm_gaddr	right = h->right;
 
-			if (h->level != 0 || (h->flags & DM_NODE_DEAD) || dm_entry_cmp(h->low, low) >= 0)
+			if (h->level != 0 || (h->flags & DM_NODE_DEAD) || dm_entry_cmp(dm_node_low(it->buf), low) >= 0)
 				break;			/* not a left neighbour at all */
-			if (dm_entry_cmp(h->high, low) == 0)
+			if (dm_entry_cmp(dm_node_high(it->buf), low) == 0)
 			{
 				dm_hop_sorted_view(it->buf);
 				it->addr = addr;
 				it->pos = h->count - 1;
 				return DM_OK;
 			}
-			if (dm_entry_cmp(h->high, low) > 0 || right == 0)
+			if (dm_entry_cmp(dm_node_high(it->buf), low) > 0 || right == 0)
 				break;
 			if ((rc = dm_node_fetch(t, right, 0, DM_FETCH_CTX_NONE, it->buf, NULL)) != DM_OK)
 				return rc;
@@ -214,7 +214,7 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 		{
 			while (it->pos < h->count)
 			{
-				dm_entry	e = LEAF_ENTS(it->buf)[it->pos++];
+				dm_entry	e = dm_node_entry(it->buf, it->pos++);
 
 				if ((it->have_last && dm_entry_cmp(e, it->last) <= 0) || before_start(it, e))
 					continue;
@@ -229,7 +229,7 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 				return 1;
 			}
 			/* leaf exhausted: anything to the right is >= high */
-			if (dm_entry_cmp(h->high, DM_ENTRY_INF) == 0 || beyond_end(it, h->high))
+			if (dm_entry_cmp(dm_node_high(it->buf), DM_ENTRY_INF) == 0 || beyond_end(it, dm_node_high(it->buf)))
 			{
 				it->done = 1;
 				return 0;
@@ -247,7 +247,7 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 					it->pos = h->count - 1;
 					continue;
 				}
-				e = LEAF_ENTS(it->buf)[it->pos--];
+				e = dm_node_entry(it->buf, it->pos--);
 				if ((it->have_last && dm_entry_cmp(e, it->last) >= 0) || before_start(it, e))
 					continue;
 				if (beyond_end(it, e))
@@ -261,7 +261,8 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 				return 1;
 			}
 			/* leaf exhausted: anything to the left is < low */
-			if (dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0 || dm_entry_cmp(h->low, it->r.lo) <= 0)
+			if (dm_entry_cmp(dm_node_low(it->buf), DM_ENTRY_MIN) == 0 ||
+				dm_entry_cmp(dm_node_low(it->buf), it->r.lo) <= 0)
 			{
 				/* entries left of us are < low <= lo: none in range */
 				it->done = 1;
@@ -283,7 +284,7 @@ dm_iter_copy_bound(const dm_iter *it, dm_entry *bound)
 {
 	if (it->done)
 		return 0;
-	*bound = it->r.backward ? NODE_HDR(it->buf)->low : NODE_HDR(it->buf)->high;
+	*bound = it->r.backward ? dm_node_low(it->buf) : dm_node_high(it->buf);
 	return 1;
 }
 

@@ -17,7 +17,7 @@ make_leaf(uint8_t *buf, uint64_t tag, int n, uint64_t base)
 {
 	dm_node_init(buf, NS, 0, tag, DM_ENTRY_MIN, DM_ENTRY_INF);
 	for (int i = 0; i < n; i++)
-		LEAF_ENTS(buf)[i] = dm_entry_make(base + (uint64_t) i * 2, 7);
+		LEAF_ENTS(buf)[i] = dm_raw_of(dm_entry_make(base + (uint64_t) i * 2, 7));
 	NODE_HDR(buf)->count = (uint16_t) n;
 	dm_node_seal(buf);
 }
@@ -52,8 +52,8 @@ main(void)
 	 */
 	make_leaf(a, 42, 40, 100);
 	memcpy(b, a, NS);
-	memmove(&LEAF_ENTS(b)[6], &LEAF_ENTS(b)[5], 35 * sizeof(dm_entry));
-	LEAF_ENTS(b)[5] = dm_entry_make(109, 8);
+	memmove(&LEAF_ENTS(b)[6], &LEAF_ENTS(b)[5], 35 * sizeof(dm_rawent));
+	LEAF_ENTS(b)[5] = dm_raw_of(dm_entry_make(109, 8));
 	NODE_HDR(b)->count = 41;
 	dm_node_seal(b);
 	for (int cut = 8; cut < NS; cut += 8)
@@ -81,7 +81,7 @@ main(void)
 	dm_node_init(a, NS, 1, 1, DM_ENTRY_MIN, DM_ENTRY_INF);
 	for (int i = 0; i < 5; i++)
 	{
-		INNER_ENTS(a)[i].sep = i == 0 ? DM_ENTRY_MIN : dm_entry_make((uint64_t) i * 10, 0);
+		INNER_ENTS(a)[i].sep = dm_raw_of(i == 0 ? DM_ENTRY_MIN : dm_entry_make((uint64_t) i * 10, 0));
 		INNER_ENTS(a)[i].child = (dm_gaddr) (i + 1) * 4096;
 	}
 	NODE_HDR(a)->count = 5;
