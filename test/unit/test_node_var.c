@@ -496,7 +496,8 @@ separators(int rounds)
 		memset(s->k, 0, sizeof(s->k));
 		for (int i = 0; i < 8; i++)
 			s->k[i] = (uint8_t) (sep.key >> (56 - 8 * i));
-		memcpy(s->k + 8, sep.sfx, sep.sfx_len);
+		if (sep.sfx_len)
+			memcpy(s->k + 8, sep.sfx, sep.sfx_len);
 		s->len = sep.sfx_len ? 8 + sep.sfx_len : 8;
 		while (s->len > 1 && sep.sfx_len == 0 && s->k[s->len - 1] == 0)
 			s->len--;
