@@ -2,11 +2,32 @@
  * dm_node_var.c — the VAR node format (DESIGN.md §5.2, layout in dm_tree.h,
  * structures in dm_node_var.h): building compact images from entries,
  * validating them, the truncated separator between two leaf entries, and
- * where to split a node by bytes.  Pure functions on local copies.
+ * where to split a node by bytes, the comparison of suffixes
+ * (dm_entry_cmp_sfx, dm_tree.h).  Pure functions on local copies.
  */
 #include <string.h>
 
 #include "dm_node.h"
+
+int
+dm_entry_cmp_sfx(dm_entry a, dm_entry b)
+{
+	uint32_t	n = a.sfx_len < b.sfx_len ? a.sfx_len : b.sfx_len;
+	int			c;
+
+	if (a.key == UINT64_MAX)
+	{
+		if (a.sfx_len == 0 && a.tid == UINT64_MAX)
+			return 1;
+		if (b.sfx_len == 0 && b.tid == UINT64_MAX)
+			return -1;
+	}
+	if (n > 0 && (c = memcmp(a.sfx, b.sfx, n)) != 0)
+		return c < 0 ? -1 : 1;
+	if (a.sfx_len != b.sfx_len)
+		return a.sfx_len < b.sfx_len ? -1 : 1;
+	return 0;
+}
 
 /* The longest suffix an entry of a node of this size may have. */
 static uint32_t

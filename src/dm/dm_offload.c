@@ -548,8 +548,8 @@ dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_
 		return rc;
 	*n = (int) rep.count;
 	*more = rep.done == 1 ? 0 : rep.done == DM_OFF_RESUME_INCL ? DM_OFF_RESUME_INCL : 1;
-	resume->key = rep.resume.key;
-	resume->tid = rep.resume.tid;
+	/* a whole entry: the caller's may be undefined beyond the words set here */
+	*resume = dm_entry_make(rep.resume.key, rep.resume.tid);
 	return DM_OK;
 }
 

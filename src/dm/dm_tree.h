@@ -155,27 +155,10 @@ dm_entry_is_null(dm_entry e)
  * suffixes by memcmp, the shorter first on a tie.  +infinity
  * (DM_ENTRY_INF: prefix and tid all ones, no suffix) stays above every
  * entry, also above keys that start with eight 0xFF bytes and go on (no
- * stored entry has its tid).
+ * stored entry has its tid).  Out of line (dm_node_var.c): FIXED8 entries
+ * never get here, and every inlined dm_entry_cmp stays small.
  */
-static inline int
-dm_entry_cmp_sfx(dm_entry a, dm_entry b)
-{
-	uint32_t	n = a.sfx_len < b.sfx_len ? a.sfx_len : b.sfx_len;
-	int			c;
-
-	if (a.key == UINT64_MAX)
-	{
-		if (a.sfx_len == 0 && a.tid == UINT64_MAX)
-			return 1;
-		if (b.sfx_len == 0 && b.tid == UINT64_MAX)
-			return -1;
-	}
-	if (n > 0 && (c = memcmp(a.sfx, b.sfx, n)) != 0)
-		return c < 0 ? -1 : 1;
-	if (a.sfx_len != b.sfx_len)
-		return a.sfx_len < b.sfx_len ? -1 : 1;
-	return 0;
-}
+extern int	dm_entry_cmp_sfx(dm_entry a, dm_entry b);
 
 /*
  * The order of entries (DESIGN.md §5.2): prefix word as an unsigned
