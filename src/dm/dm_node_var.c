@@ -3,29 +3,22 @@
  * structures in dm_node_var.h): building compact images from entries,
  * validating them, the truncated separator between two leaf entries, and
  * where to split a node by bytes, the comparison of suffixes
- * (dm_entry_cmp_sfx, dm_tree.h).  Pure functions on local copies.
+ * (dm_sfx_cmp, dm_tree.h).  Pure functions on local copies.
  */
 #include <string.h>
 
 #include "dm_node.h"
 
 int
-dm_entry_cmp_sfx(dm_entry a, dm_entry b)
+dm_sfx_cmp(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
 {
-	uint32_t	n = a.sfx_len < b.sfx_len ? a.sfx_len : b.sfx_len;
+	uint32_t	n = alen < blen ? alen : blen;
 	int			c;
 
-	if (a.key == UINT64_MAX)
-	{
-		if (a.sfx_len == 0 && a.tid == UINT64_MAX)
-			return 1;
-		if (b.sfx_len == 0 && b.tid == UINT64_MAX)
-			return -1;
-	}
-	if (n > 0 && (c = memcmp(a.sfx, b.sfx, n)) != 0)
+	if (n > 0 && (c = memcmp(a, b, n)) != 0)
 		return c < 0 ? -1 : 1;
-	if (a.sfx_len != b.sfx_len)
-		return a.sfx_len < b.sfx_len ? -1 : 1;
+	if (alen != blen)
+		return alen < blen ? -1 : 1;
 	return 0;
 }
 

@@ -151,19 +151,19 @@ dm_entry_is_null(dm_entry e)
 }
 
 /*
- * Two entries with equal prefix words, one of them with a suffix: the
- * suffixes by memcmp, the shorter first on a tie.  +infinity
- * (DM_ENTRY_INF: prefix and tid all ones, no suffix) stays above every
- * entry, also above keys that start with eight 0xFF bytes and go on (no
- * stored entry has its tid).  Out of line (dm_node_var.c): FIXED8 entries
- * never get here, and every inlined dm_entry_cmp stays small.
+ * Two suffixes: memcmp, the shorter first on a tie.  Out of line
+ * (dm_node_var.c) and on scalars: FIXED8 entries never get here, and every
+ * inlined dm_entry_cmp stays small and keeps its entries in registers.
  */
-extern int	dm_entry_cmp_sfx(dm_entry a, dm_entry b);
+extern int	dm_sfx_cmp(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
 
 /*
  * The order of entries (DESIGN.md §5.2): prefix word as an unsigned
- * integer, then the suffix (dm_entry_cmp_sfx), then the tid.  Entries
- * without suffixes (every entry of a FIXED8 tree) never look at it.
+ * integer, then the suffix, then the tid.  Entries without suffixes (every
+ * entry of a FIXED8 tree) never look at it.  +infinity (DM_ENTRY_INF:
+ * prefix and tid all ones, no suffix) stays above every entry, also above
+ * keys that start with eight 0xFF bytes and go on (no stored entry has its
+ * tid).
  */
 static inline int
 dm_entry_cmp(dm_entry a, dm_entry b)
@@ -172,9 +172,13 @@ dm_entry_cmp(dm_entry a, dm_entry b)
 		return a.key < b.key ? -1 : 1;
 	if (__builtin_expect((a.sfx_len | b.sfx_len) != 0, 0))
 	{
-		int			c = dm_entry_cmp_sfx(a, b);
+		int			c;
 
-		if (c != 0)
+		if (a.key == UINT64_MAX && a.sfx_len == 0 && a.tid == UINT64_MAX)
+			return 1;
+		if (b.key == UINT64_MAX && b.sfx_len == 0 && b.tid == UINT64_MAX)
+			return -1;
+		if ((c = dm_sfx_cmp(a.sfx, a.sfx_len, b.sfx, b.sfx_len)) != 0)
 			return c;
 	}
 	if (a.tid != b.tid)

@@ -38,37 +38,40 @@ struct dm_iter
 	int			done;
 };
 
-/* e is at or past the far bound of the range, in the scan's direction */
-static int
-beyond_end(const dm_iter *it, dm_entry e)
+/*
+ * e is at or past the far bound of the range, in the scan's direction.
+ * Inline, entries by reference: called for every entry a scan passes.
+ */
+static inline int
+beyond_end(const dm_iter *it, const dm_entry *e)
 {
 	if (!it->r.backward)
 	{
-		int			c = dm_entry_cmp(e, it->r.hi);
+		int			c = dm_entry_cmp(*e, it->r.hi);
 
 		return c > 0 || (c == 0 && !it->r.hi_incl);
 	}
 	else
 	{
-		int			c = dm_entry_cmp(e, it->r.lo);
+		int			c = dm_entry_cmp(*e, it->r.lo);
 
 		return c < 0 || (c == 0 && !it->r.lo_incl);
 	}
 }
 
 /* e is before the near bound (not yet in range) */
-static int
-before_start(const dm_iter *it, dm_entry e)
+static inline int
+before_start(const dm_iter *it, const dm_entry *e)
 {
 	if (!it->r.backward)
 	{
-		int			c = dm_entry_cmp(e, it->r.lo);
+		int			c = dm_entry_cmp(*e, it->r.lo);
 
 		return c < 0 || (c == 0 && !it->r.lo_incl);
 	}
 	else
 	{
-		int			c = dm_entry_cmp(e, it->r.hi);
+		int			c = dm_entry_cmp(*e, it->r.hi);
 
 		return c > 0 || (c == 0 && !it->r.hi_incl);
 	}
@@ -208,6 +211,7 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 	while (!it->done)
 	{
 		dm_node_hdr *h = NODE_HDR(it->buf);
+		dm_entry	high;
 		int			rc;
 
 		if (!it->r.backward)
@@ -216,9 +220,9 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 			{
 				dm_entry	e = dm_node_entry(it->buf, it->pos++);
 
-				if ((it->have_last && dm_entry_cmp(e, it->last) <= 0) || before_start(it, e))
+				if ((it->have_last && dm_entry_cmp(e, it->last) <= 0) || before_start(it, &e))
 					continue;
-				if (beyond_end(it, e))
+				if (beyond_end(it, &e))
 				{
 					it->done = 1;
 					return 0;
@@ -229,7 +233,8 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 				return 1;
 			}
 			/* leaf exhausted: anything to the right is >= high */
-			if (dm_entry_cmp(dm_node_high(it->buf), DM_ENTRY_INF) == 0 || beyond_end(it, dm_node_high(it->buf)))
+			high = dm_node_high(it->buf);
+			if (dm_entry_cmp(high, DM_ENTRY_INF) == 0 || beyond_end(it, &high))
 			{
 				it->done = 1;
 				return 0;
@@ -248,9 +253,9 @@ dm_iter_next(dm_iter *it, dm_entry *out)
 					continue;
 				}
 				e = dm_node_entry(it->buf, it->pos--);
-				if ((it->have_last && dm_entry_cmp(e, it->last) >= 0) || before_start(it, e))
+				if ((it->have_last && dm_entry_cmp(e, it->last) >= 0) || before_start(it, &e))
 					continue;
-				if (beyond_end(it, e))
+				if (beyond_end(it, &e))
 				{
 					it->done = 1;
 					return 0;
