@@ -371,7 +371,7 @@ fetch_batch(IndexScanDesc scan)
 	if (rc == DM_ERR_FALLBACK)
 	{
 		so->batching = false;
-		rc = dm_iter_open(so->tree, &so->brest, &so->iter);
+		rc = dm_offload_iter_open(so->tree, &so->brest, &so->iter);
 	}
 	if (rc != DM_OK)
 		dmindex_tree_error(scan->indexRelation, so->tree, rc);
