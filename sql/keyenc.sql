@@ -106,7 +106,8 @@ SELECT * FROM keyenc_check('ke_float');
 SELECT dmindex_key_encode('-0'::float8) = dmindex_key_encode(0::float8) AS minus_zero,
        dmindex_key_encode('NaN'::float8 * -1) = dmindex_key_encode('NaN'::float4) AS nans,
        dmindex_key_encode(1.5::float4) = dmindex_key_encode(1.5::float8) AS float4_float8,
-       dmindex_key_encode(1.1::float4) < dmindex_key_encode(1.1::float8) AS float4_1_1_below;
+       (dmindex_key_encode(1.1::float4) > dmindex_key_encode(1.1::float8)) = (1.1::float4 > 1.1::float8)
+         AS float4_float8_order;
 -- (the values a float4 holds: no overflow, no underflow)
 CREATE TABLE ke_float2 AS SELECT v::float4 AS f4, v AS f8 FROM ke_float
 WHERE v IS NULL OR v = 'NaN' OR v = 0 OR abs(v) = 'Infinity' OR abs(v) BETWEEN 1e-37 AND 3e38;
@@ -178,7 +179,9 @@ INSERT INTO ke_num VALUES ('NaN'), ('Infinity'), ('-Infinity'), ('NaN'), (0), (-
 	(0.011), (0.0101), (1.01), (1.1), (11), (101), (110), (9.99), (10.01), (99), (999.999),
 	(5), (0.5), (0.05), (50), (55), (5.5), (0.55), (505), (5.05), (-0.5), (-5), (-50), (-55),
 	(-5.5), (-0.55), (-0.05), (-505), (123456789.123456789), (-123456789.123456789),
-	(123456789.12345679), (1e100), (1e-100), (-1e100), (-1e-100), (9.9e99), (1.01e-100), (NULL);
+	(123456789.12345679), (1e100), (1e-100), (-1e100), (-1e-100), (9.9e99), (1.01e-100), (NULL),
+	-- digit pairs 00 inside the digits
+	(10000), (10001), (-10000), (-10001), (1.00001), (100.001), (0.00100001), (1000001), (1000000.1);
 INSERT INTO ke_num VALUES (('1' || repeat('0', 131071))::numeric), (('9' || repeat('9', 131071))::numeric),
 	(-('1' || repeat('0', 131071))::numeric), (('0.' || repeat('0', 16382) || '1')::numeric),
 	(-('0.' || repeat('0', 16382) || '1')::numeric), (('0.' || repeat('0', 16381) || '10')::numeric);
