@@ -44,7 +44,7 @@ is( $node->safe_psql(
 	'en_US.UTF-8 orders by its rules, "C" by bytes');
 
 my ($state, $err) = query_sqlstate($node, 'postgres',
-	"SELECT dmindex_key_encode('a' COLLATE keyenc_en)");
+	"SELECT dmindex_key_encode('a'::text COLLATE keyenc_en)");
 is($state, '0A000', 'a libc collation with rules is refused with 0A000');
 like($err, qr/dmindex cannot encode strings under collation "keyenc_en"/,
 	'the error names the collation');
@@ -57,8 +57,8 @@ is($state, '0A000', 'so is a bpchar column under it');
 
 is( $node->safe_psql(
 		'postgres',
-		"SELECT dmindex_key_encode('ab' COLLATE \"C\"), "
-		  . "dmindex_key_encode('a' COLLATE \"und-x-icu\") < dmindex_key_encode('B' COLLATE \"und-x-icu\")"),
+		"SELECT dmindex_key_encode('ab'::text COLLATE \"C\"), "
+		  . "dmindex_key_encode('a'::text COLLATE \"und-x-icu\") < dmindex_key_encode('B'::text COLLATE \"und-x-icu\")"),
 	'\x0161620000|t',
 	'"C" and ICU collations are encoded in the same server');
 
