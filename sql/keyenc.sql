@@ -258,6 +258,27 @@ SELECT * FROM keyenc_check('ke_bpchar_ci');
 SELECT dmindex_key_encode('ab  '::bpchar COLLATE "C") = dmindex_key_encode('ab'::char(7) COLLATE "C") AS bpchar_spaces,
        dmindex_key_encode('ab  '::text COLLATE "C") = dmindex_key_encode('ab'::text COLLATE "C") AS text_spaces;
 
+-- a database whose default collation is ICU's (PostgreSQL 15): "default"
+-- is then encoded through ICU sort keys
+SELECT current_database() AS keyenc_db \gset
+CREATE DATABASE keyenc_icu_default TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'
+	LOCALE_PROVIDER icu ICU_LOCALE 'en';
+\c keyenc_icu_default
+CREATE EXTENSION dmindex;
+CREATE TABLE ke_def (v text);
+INSERT INTO ke_def VALUES (''), ('a'), ('A'), ('b'), ('B'), ('ab'), ('a b'), ('é'), ('e' || U&'\0301'),
+	('e'), ('E'), ('ß'), ('ss'), ('日本'), ('a'), (NULL);
+INSERT INTO ke_def SELECT md5(g::text) FROM generate_series(1, 30) g;
+SELECT count(*) AS n, bool_and(r_v = r_k) AS ranks_agree,
+       bool_and(r_vd = r_kd) AS desc_ranks_agree
+FROM (SELECT rank() OVER (ORDER BY v) AS r_v, rank() OVER (ORDER BY dmindex_key_encode(v)) AS r_k,
+             rank() OVER (ORDER BY v DESC) AS r_vd,
+             rank() OVER (ORDER BY dmindex_key_encode_with('{desc}', v)) AS r_kd
+      FROM ke_def) s;
+SELECT 'a' < 'B'::text AS icu_order, dmindex_key_encode('a'::text) < dmindex_key_encode('B'::text) AS key_order;
+\c :keyenc_db
+DROP DATABASE keyenc_icu_default;
+
 -- ---- three columns: ORDER BY with directions and NULL placements -------------------------
 
 CREATE TABLE ke_multi (a int, b text COLLATE "en-x-icu", c numeric);
