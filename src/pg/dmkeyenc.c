@@ -43,7 +43,8 @@
  * is a proper prefix of b, a's terminator 0x00 0x00 is below b's next byte,
  * which is either a byte >= 0x01 or 0x00 0xFF.  So escaped strings compare
  * like the strings (shorter first on a tie, as memcmp-based comparisons
- * do).  Numeric: a larger E means a larger positive value (d1 != 0); with
+ * do).  Numeric: E + 2^31 big-endian orders like the signed E, and a
+ * larger E means a larger positive value (d1 != 0); with
  * equal E the digit strings compare left to right with missing digits as 0,
  * which the pairs do (the padding 0 is that missing digit, and a string that
  * ends, 0x00, is below one that goes on, >= 0x01, and that one is larger
@@ -53,11 +54,13 @@
  * guarantees that comparing sort keys gives ucol_strcoll's result.
  *
  * Why the keys are prefix-free, and concatenation keeps the order.  Every
- * column encoding is prefix-free within its domain: fixed widths are; an
- * escaped string ends at the first 0x00 0x00 at an even position after its
- * start, which cannot occur before its end, so no encoding is a proper
- * prefix of another; numeric classes differ in their first byte and the
- * digits end at the only 0x00 (0xFF when complemented); the sort key and
+ * column encoding is prefix-free within its domain: fixed widths are; in an
+ * escaped string every 0x00 but the terminator's first is followed by 0xFF,
+ * so it ends at its first two consecutive 0x00 bytes and a reader knows its
+ * end without knowing its length: no encoding is a proper prefix of
+ * another; numeric classes differ in their first byte, and after the
+ * fixed-width exponent the digit bytes (1..100) end at the first 0x00 (0xFF
+ * when complemented, the digits then 155..254); the sort key and
  * the tiebreak are two terminated strings.  NULL is one marker byte that
  * no value's marker equals.  In a concatenation of prefix-free codes two
  * keys agree column by column until the first column whose encodings
