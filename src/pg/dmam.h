@@ -16,6 +16,8 @@
  *   dmvalidate.c  amvalidate
  * The index and its tree:
  *   dmkey.c       key encoding: support functions and scan-key bounds
+ *   dmkeyenc.c    byte keys of variable-length and multi-column keys
+ *                 (dmkeyenc.h; not used by the callbacks yet)
  *   dmmetapage.c  the metapage (block 0) as a page: reading, writing
  *   dmmeta.c      the remote tree a metapage names: create, open (cached), check
  *   dmtreeerror.c the error for a failed tree operation (dmindex_tree_error)

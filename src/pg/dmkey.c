@@ -11,7 +11,8 @@
  * exact: the argument of "int4col < 10::int8" is encoded with the int8
  * function and compared with keys of int4 values.
  *
- * The domains:
+ * The domains (the word functions are in dmkeyenc.h, shared with the byte
+ * keys of dmkeyenc.c):
  *   integers, date, time, timestamp[tz], money:  signed value + 2^63
  *   float4, float8:  the IEEE bits of the value as a double, with negative
  *                    numbers' bits inverted and positive ones' sign bit set,
@@ -46,54 +47,15 @@
 #include "utils/timestamp.h"
 
 #include "dmam.h"
-
-#define DMKEY_SIGN			UINT64CONST(0x8000000000000000)
-
-/*
- * The key of every NaN: the encoding of the canonical quiet NaN, which is
- * above that of +Infinity (0xFFF0000000000000) like NaN is above +Infinity
- * in PostgreSQL's float ordering.
- */
-#define DMKEY_FLOAT_NAN		UINT64CONST(0xFFF8000000000000)
+#include "dmkeyenc.h"
 
 /* The largest entry with a non-NULL key: an inclusive upper bound. */
 #define DMKEY_NONNULL_MAX	dm_entry_make(UINT64_MAX, DM_TID_MAX)
 
-/* ---- the encodings ------------------------------------------------------- */
-
-static inline uint64
-dmkey_from_int64(int64 v)
-{
-	return (uint64) v ^ DMKEY_SIGN;
-}
-
-static inline int64
-dmkey_to_int64(uint64 k)
-{
-	return (int64) (k ^ DMKEY_SIGN);
-}
-
-static inline uint64
-dmkey_from_float8(float8 v)
-{
-	uint64		bits;
-
-	if (isnan(v))
-		return DMKEY_FLOAT_NAN;
-	if (v == 0.0)
-		v = 0.0;				/* -0 == +0, so they must share a key */
-	memcpy(&bits, &v, sizeof(bits));
-
-	/*
-	 * Positive doubles already order like their bit patterns; setting the
-	 * sign bit puts them above all negative ones.  Negative doubles order in
-	 * reverse of their bit patterns, which inverting them all fixes (and
-	 * clears the sign bit).
-	 */
-	if (bits & DMKEY_SIGN)
-		return ~bits;
-	return bits | DMKEY_SIGN;
-}
+/*
+ * The encodings themselves (dmkey_from_int64, dmkey_from_float8) are in
+ * dmkeyenc.h: the byte keys of dmkeyenc.c write the same words.
+ */
 
 /* The result of an encode function: int8 holding the key's bits. */
 #define DMKEY_RETURN(k)		PG_RETURN_INT64((int64) (k))
