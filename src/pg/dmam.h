@@ -141,10 +141,12 @@ extern bool dmindex_can_decode(Relation index);
 extern Datum dmindex_decode(Relation index, uint64 key);
 
 /*
- * Turn the scan keys into one entry range.  Returns false if no entry can
- * match (contradictory keys, or a comparison with NULL).
+ * The entry ranges the scan keys allow (dmscankey.c): ascending, disjoint,
+ * palloc'd in the current memory context into *out; returns how many (0 if
+ * no entry can match: contradictory keys, a comparison with NULL, an empty
+ * "= ANY" array).  One unless there are "= ANY(array)" keys.
  */
-extern bool dmindex_keys_to_range(Relation index, ScanKey keys, int nkeys, dm_range *range);
+extern int	dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out);
 
 /* ---- the remote tree of an index (dmmeta.c) ---------------------------------- */
 
