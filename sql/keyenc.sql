@@ -228,6 +228,18 @@ INSERT INTO ke_text_ci SELECT s FROM ke_strs;
 SELECT * FROM keyenc_check('ke_text_ci');
 SELECT dmindex_key_encode('Abc'::text COLLATE keyenc_ci) = dmindex_key_encode('aBC'::text COLLATE keyenc_ci) AS ci_equal,
        dmindex_key_encode('é'::text COLLATE keyenc_ci) = dmindex_key_encode('e' || U&'\0301' COLLATE keyenc_ci) AS ci_canonical;
+-- ICU collations whose sort keys disagree with ucol_strcoll (PostgreSQL's
+-- comparison) are refused.  Shifted variable characters: PostgreSQL calls
+-- '-' ZWSP U+0308 and '-' different, their sort keys are equal; backwards
+-- secondaries ("fr-CA"): 'ñ' < 'ñ' ZWJ U+030A, but not by sort key.
+CREATE COLLATION keyenc_shifted (provider = icu, locale = 'und-u-ka-shifted-ks-level2', deterministic = false);
+CREATE COLLATION keyenc_backwards (provider = icu, locale = 'fr-CA');
+SELECT U&'-\200B\0308' COLLATE keyenc_shifted = '-' AS shifted_equal,
+       U&'\00F1' COLLATE keyenc_backwards < U&'\00F1\200D\030A' AS backwards_less;
+SELECT dmindex_key_encode(U&'-\200B\0308'::text COLLATE keyenc_shifted);
+SELECT dmindex_key_encode(U&'\00F1'::text COLLATE keyenc_backwards);
+DROP COLLATION keyenc_shifted;
+DROP COLLATION keyenc_backwards;
 -- the database's default collation, whatever it is here
 CREATE TABLE ke_text_default (v text);
 INSERT INTO ke_text_default SELECT s FROM ke_strs;

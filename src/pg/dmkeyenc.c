@@ -51,7 +51,10 @@
  * because its remaining digits are not all 0).  Complementing the bytes of a
  * prefix-free set reverses their memcmp order (they always differ at a byte
  * before either ends), which gives negative numbers and DESC columns.  ICU
- * guarantees that comparing sort keys gives ucol_strcoll's result.
+ * promises that comparing sort keys gives ucol_strcoll's result; ICU 72
+ * breaks that promise for collations with shifted variable characters or
+ * backwards secondary weights, which are refused
+ * (dmkeyenc_check_icu_sortkeys).
  *
  * Why the keys are prefix-free, and concatenation keeps the order.  Every
  * column encoding is prefix-free within its domain: fixed widths are; in an
@@ -222,6 +225,44 @@ dmkeyenc_libc_orders_by_bytes(pg_locale_t locale)
 #endif
 }
 
+#ifdef USE_ICU
+/*
+ * Refuse an ICU collation whose sort keys are known to disagree with
+ * ucol_strcoll, which is what PostgreSQL compares with.  With variable
+ * characters shifted (alternate=shifted, e.g. "th", "und-u-ka-shifted") or
+ * backwards secondary weights (French, e.g. "fr-CA"), ICU 72's strcoll and
+ * sort keys differ when, after a common prefix, one string goes on with a
+ * completely ignorable character and a combining mark: under "fr-CA"
+ * 'n-tilde' < 'n-tilde ZWJ ring above' by strcoll, > by sort key; under
+ * shifted, '-' ZWSP U+0308 and '-' have equal sort keys but strcoll calls
+ * them different.  Either would be a wrong or missing row.
+ */
+static void
+dmkeyenc_check_icu_sortkeys(pg_locale_t locale, Oid collation)
+{
+	UErrorCode	status = U_ZERO_ERROR;
+	UColAttributeValue alternate;
+	UColAttributeValue french;
+
+	alternate = ucol_getAttribute(locale->info.icu.ucol,
+								  UCOL_ALTERNATE_HANDLING, &status);
+	french = ucol_getAttribute(locale->info.icu.ucol,
+							   UCOL_FRENCH_COLLATION, &status);
+	if (U_FAILURE(status))
+		elog(ERROR, "could not read the attributes of ICU collation %u: %s",
+			 collation, u_errorName(status));
+	if (alternate == UCOL_SHIFTED || french == UCOL_ON)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dmindex cannot encode strings under collation \"%s\"",
+						get_collation_name(collation)),
+				 errdetail("ICU's sort keys do not always order like its string comparison when %s.",
+						   alternate == UCOL_SHIFTED ? "variable characters are shifted"
+						   : "secondary differences are compared backwards"),
+				 errhint("Use COLLATE \"C\" or an ICU collation such as \"und-x-icu\".")));
+}
+#endif
+
 /* Resolve how a string column's collation turns strings into bytes. */
 static void
 dmkeyenc_resolve_collation(DmKeyColumn *col, Oid collation)
@@ -245,6 +286,7 @@ dmkeyenc_resolve_collation(DmKeyColumn *col, Oid collation)
 #ifdef USE_ICU
 	if (locale && locale->provider == COLLPROVIDER_ICU)
 	{
+		dmkeyenc_check_icu_sortkeys(locale, collation);
 		col->coll = DMKEY_COLL_ICU;
 		col->tiebreak = locale->deterministic;
 		col->locale = locale;

@@ -160,7 +160,8 @@ extern int	dmkeyenc_form_key(StringInfo buf, const DmKeyColumn *cols, int ncols,
  * returns true; returns false (appending nothing) when there is none, i.e.
  * the prefix is empty or all 0xFF: its strings reach +infinity.  So
  * "leading columns = X" is the key range [key(X), successor(key(X))), with
- * no upper bound when this returns false.
+ * no upper bound when this returns false.  prefix must not point into out's
+ * buffer: appending may move it.
  */
 extern bool dmkeyenc_prefix_successor(const uint8 *prefix, int len,
 									  StringInfo out);
