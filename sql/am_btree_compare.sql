@@ -263,6 +263,33 @@ FROM ac_queries, unnest(modes) AS mode, LATERAL dm_compare(q, ordered, mode, '{a
 WHERE n IN (90, 91, 92, 100)
 ORDER BY n, mode;
 ROLLBACK;
+-- ... with no rows for the smallest and the largest elements: a reversal
+-- off either end first opens those elements' ranges, which the last
+-- returned row leaves empty (this crashed the server)
+BEGIN;
+DECLARE ac_c_dm SCROLL CURSOR FOR SELECT k FROM ac_dm WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k;
+DECLARE ac_c_bt SCROLL CURSOR FOR SELECT k FROM ac_bt WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k;
+SELECT * FROM dm_moves('{LAST, PRIOR, NEXT, NEXT, PRIOR, FIRST, PRIOR, NEXT, PRIOR, PRIOR,
+                         NEXT, ALL, "BACKWARD ALL", "FORWARD 2"}', 'ac_c_dm', 'ac_c_bt');
+DECLARE ac_d_dm SCROLL CURSOR FOR SELECT k FROM ac_dm WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k DESC;
+DECLARE ac_d_bt SCROLL CURSOR FOR SELECT k FROM ac_bt WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k DESC;
+SELECT * FROM dm_moves('{LAST, PRIOR, NEXT, NEXT, FIRST, PRIOR, NEXT, ALL, "BACKWARD ALL",
+                         "FORWARD 2"}', 'ac_d_dm', 'ac_d_bt');
+COMMIT;
+-- a nested loop rescans once per outer row with a new array: the ranges of
+-- the last one are all the scan keeps
+BEGIN;
+SET LOCAL enable_hashjoin = off;
+SET LOCAL enable_mergejoin = off;
+SET LOCAL enable_material = off;
+EXPLAIN (COSTS OFF) SELECT b.k FROM generate_series(1, 20000) o(a)
+JOIN ac_dm b ON b.k = ANY (ARRAY(SELECT o.a % 40 - 20 + x FROM generate_series(1, 60) x));
+DECLARE ac_mem NO SCROLL CURSOR FOR SELECT b.k FROM generate_series(1, 20000) o(a)
+JOIN ac_dm b ON b.k = ANY (ARRAY(SELECT o.a % 40 - 20 + x FROM generate_series(1, 60) x));
+MOVE ALL IN ac_mem;
+SELECT sum(total_bytes) < 2 * 1024 * 1024 AS bounded
+FROM pg_backend_memory_contexts WHERE name IN ('ExecutorState', 'dmindex scan keys');
+COMMIT;
 SET enable_indexonlyscan = on;
 
 -- an index-only scan over the whole tall tree does not use memory per row

@@ -56,7 +56,10 @@
  *
  *	tree		the index's remote tree (cached handle, see dmmeta.c)
  *	ranges		entries the scan keys allow: nranges ranges, ascending and
- *				disjoint (0: none can match, then nothing is read at all)
+ *				disjoint (0: none can match, then nothing is read at all);
+ *				in keycxt, which every rescan resets: making the ranges
+ *				allocates (the "= ANY" elements, detoasted arrays), and a
+ *				nested loop rescans once per outer row
  *	cur, range	the range being read (or, after the last call, the one the
  *				scan sits in): range is ranges[cur]
  *	iter		remote iterator over range in the current direction, opened
@@ -89,6 +92,7 @@
 typedef struct DmScanOpaqueData
 {
 	dm_tree    *tree;
+	MemoryContext keycxt;
 	dm_range   *ranges;
 	int			nranges;
 	int			cur;
@@ -129,6 +133,8 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 
 	scan->opaque = so;
 	scan->xs_itupdesc = RelationGetDescr(index);
+	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex scan keys",
+									   ALLOCSET_SMALL_SIZES);
 	so->heap_nblocks = InvalidBlockNumber;
 	return scan;
 }
@@ -167,9 +173,10 @@ dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int nord
 	close_streams(so);
 	so->has_last = false;
 	so->exhausted = false;
-	if (so->ranges)
-		pfree(so->ranges);
-	old = MemoryContextSwitchTo(GetMemoryChunkContext(so));
+	MemoryContextReset(so->keycxt);
+	so->ranges = NULL;			/* gone with the reset, even if the next call fails */
+	so->nranges = 0;
+	old = MemoryContextSwitchTo(so->keycxt);
 	so->nranges = dmindex_keys_to_ranges(scan->indexRelation, scan->keyData,
 										 scan->numberOfKeys, &so->ranges);
 	MemoryContextSwitchTo(old);
@@ -266,7 +273,13 @@ open_point(IndexScanDesc scan, const dm_range *r)
 	int			n,
 				rc;
 
-	if (r->backward || so->standby || so->has_last ||
+	/*
+	 * From the key's start: r->lo = (key, 0) inclusive.  A scan continuing
+	 * inside this key after a returned entry has r->lo at that entry
+	 * (continue_after_last), so only a fresh key — the first, or the next
+	 * "= ANY" element — gets here.
+	 */
+	if (r->backward || so->standby ||
 		dm_tree_leaf_format(so->tree, NULL) != DM_LEAF_HOPSCOTCH ||
 		!r->lo_incl || !r->hi_incl || r->lo.key != r->hi.key ||
 		r->lo.tid != 0 || r->hi.tid != DM_TID_MAX)
@@ -481,7 +494,13 @@ next_entry(IndexScanDesc scan, dm_entry *out)
 		else
 			so->remote_done = true;
 	}
-	has_pend = backward ? so->ppos >= 0 : so->ppos < so->npend;
+	/*
+	 * ppos walks pend in the scan's direction: within bounds there is one
+	 * more.  (Both bounds: a range left empty by continue_after_last opens
+	 * no buffered entries, and ppos then points at none in either
+	 * direction.)
+	 */
+	has_pend = so->ppos >= 0 && so->ppos < so->npend;
 	if (!so->has_rnext && !has_pend)
 		return false;
 	if (!has_pend)
@@ -635,8 +654,7 @@ dmendscan(IndexScanDesc scan)
 	dmindex_pin_release(so->pin);
 	if (so->batch)
 		pfree(so->batch);
-	if (so->ranges)
-		pfree(so->ranges);
+	MemoryContextDelete(so->keycxt);
 	if (so->heap)
 		relation_close(so->heap, NoLock);
 	pfree(so);
