@@ -858,7 +858,9 @@ run_auto(int backend, const char *bname)
 		 * its own iterator (dm_offload_iter_open, which times the one-sided
 		 * path).  Without that sample the policy never learns that RPCs lose
 		 * here: every scan walks the cache for a start node and 1/128 of
-		 * them go to the executor.
+		 * them go to the executor (0 without a walk, ~160 explored).  The
+		 * bounds leave room for a loaded machine, whose slow samples may
+		 * make the policy walk for a while.
 		 */
 		for (int i = 0; i < 20000 && ok; i++)
 		{
@@ -890,7 +892,7 @@ run_auto(int backend, const char *bname)
 		tap_diag("auto shm scans: decided %" PRIu64 " offload / %" PRIu64 " local (%" PRIu64 " explored, %" PRIu64
 				 " without a walk), rpc %.1f us, read %.1f us", oc.decided_offload, oc.decided_local, oc.explored,
 				 oc.unwalked, oc.rpc_ns_avg / 1e3, oc.read_ns_avg / 1e3);
-		CHECK(ok && oc.read_ns_avg > 0 && oc.unwalked > 18000 && oc.explored < 20000 / 1024 * 4,
+		CHECK(ok && oc.read_ns_avg > 0 && oc.unwalked > 10000 && oc.explored < 20000 / 256,
 			  "auto shm: scans through the access method's path learn the one-sided cost: %" PRIu64
 			  " of 20000 decided without a walk, %" PRIu64 " explored", oc.unwalked, oc.explored);
 		o0 = oc;				/* the lookups below are counted from here */
