@@ -147,6 +147,8 @@ extern Datum dmindex_decode(Relation index, uint64 key);
  * "= ANY" array).  One unless there are "= ANY(array)" keys.
  */
 extern int	dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out);
+/* No entry lies in r (its bounds cross, or meet with one of them exclusive). */
+extern bool dmindex_range_empty(const dm_range *r);
 
 /* ---- the remote tree of an index (dmmeta.c) ---------------------------------- */
 

@@ -334,14 +334,6 @@ continue_after_last(const DmScanOpaque so, dm_range *r)
 	}
 }
 
-static bool
-range_is_empty(const dm_range *r)
-{
-	int			c = dm_entry_cmp(r->lo, r->hi);
-
-	return c > 0 || (c == 0 && !(r->lo_incl && r->hi_incl));
-}
-
 /* Open both streams of the current range in direction dir, strictly beyond the last returned entry. */
 static void
 open_streams(IndexScanDesc scan, ScanDirection dir)
@@ -358,7 +350,7 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	r.backward = ScanDirectionIsBackward(dir);
 	/* a direction change, or the next range: from the last returned entry on */
 	continue_after_last(so, &r);
-	if (range_is_empty(&r))
+	if (dmindex_range_empty(&r))
 	{
 		so->remote_done = true; /* nothing of this range is left in this direction */
 		return;

@@ -81,8 +81,8 @@ apply_comparison(dm_range *r, int strategy, uint64 k)
 	tighten_hi(r, NONNULL_MAX, true);
 }
 
-static bool
-range_empty(const dm_range *r)
+bool
+dmindex_range_empty(const dm_range *r)
 {
 	int			c = dm_entry_cmp(r->lo, r->hi);
 
@@ -213,7 +213,7 @@ dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out)
 		}
 		apply_comparison(&base, key->sk_strategy, dmindex_encode(index, key->sk_subtype, key->sk_argument));
 	}
-	if (range_empty(&base))
+	if (dmindex_range_empty(&base))
 		return 0;
 	if (npoints < 0)
 	{
@@ -228,7 +228,7 @@ dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out)
 			dm_range	r = base;
 
 			apply_comparison(&r, BTEqualStrategyNumber, points[i]);
-			if (!range_empty(&r))
+			if (!dmindex_range_empty(&r))
 				ranges[n++] = r;
 		}
 	}
