@@ -120,7 +120,8 @@ REGRESS_OPTS = --inputdir=. --load-extension=dmindex
 DMINDEX_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" dmindex.control)
 PG_CPPFLAGS = -Isrc/pg -Isrc/dm -DDMINDEX_VERSION='"$(DMINDEX_VERSION)"'
 PG_CFLAGS = -std=gnu11 -Wno-declaration-after-statement
-SHLIB_LINK = -lcrypto
+# ICU: sort keys of strings under ICU collations (src/pg/dmkeyenc.c)
+SHLIB_LINK = -lcrypto $(ICU_LIBS)
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

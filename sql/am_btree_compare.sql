@@ -111,9 +111,9 @@ INSERT INTO ac_queries VALUES
 (13, 'is null or k = 0', false, '{bitmap}', 'SELECT id, k FROM %1$s WHERE k IS NULL OR k = 0'),
 (14, 'k > NULL', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k > NULL'),
 (15, 'k = run-time NULL', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k = (SELECT NULL::int8)'),
-(16, '= ANY', false, '{bitmap}',
+(16, '= ANY', false, '{index,bitmap}',
  'SELECT id, k FROM %1$s WHERE k = ANY (''{-20, 0, 20, 9223372036854775807, -9223372036854775808, 12345}'')'),
-(17, 'IN with NULL', false, '{bitmap}', 'SELECT id, k FROM %1$s WHERE k IN (1, NULL, -1)'),
+(17, 'IN with NULL', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k IN (1, NULL, -1)'),
 (18, '<> with a range', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k > -10 AND k < 10 AND k <> 0'),
 (19, '>= and <= the same', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k >= 5 AND k <= 5'),
 (20, 'empty range', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k > 5 AND k < 5'),
@@ -176,11 +176,32 @@ INSERT INTO ac_queries VALUES
 (83, 'order by v desc', true, '{ios}', 'SELECT v FROM %3$s ORDER BY v DESC'),
 (84, 'desc limit offset', true, '{index,ios}', 'SELECT v FROM %3$s ORDER BY v DESC LIMIT 100 OFFSET 20000'),
 (85, 'v > 19000 desc', true, '{index,ios}', 'SELECT v FROM %3$s WHERE v > 19000 ORDER BY v DESC'),
-(86, '= ANY (300 values)', false, '{bitmap}',
+(86, '= ANY (300 values)', false, '{index,bitmap}',
  'SELECT id, v FROM %3$s WHERE v = ANY (ARRAY(SELECT g * 37 FROM generate_series(1, 300) g))'),
 (87, 'is null', false, '{index,bitmap}', 'SELECT id FROM %3$s WHERE v IS NULL'),
 (88, 'min, max', false, '{ios}', 'SELECT min(v), max(v) FROM %3$s'),
-(89, 'v < 100 or v > 19900', false, '{bitmap}', 'SELECT id, v FROM %3$s WHERE v < 100 OR v > 19900');
+(89, 'v < 100 or v > 19900', false, '{bitmap}', 'SELECT id, v FROM %3$s WHERE v < 100 OR v > 19900'),
+-- "= ANY(array)" read by the index itself (amsearcharray): one range per
+-- distinct element, in order, both directions
+(90, '= ANY order by', true, '{index,ios}',
+ 'SELECT k FROM %1$s WHERE k = ANY (''{20, -20, 0, 0, 9223372036854775807, -9223372036854775808, 12345, NULL}'') ORDER BY k'),
+(91, '= ANY order by desc', true, '{index,ios}',
+ 'SELECT k FROM %1$s WHERE k = ANY (''{20, -20, 0, 0, 9223372036854775807, -9223372036854775808, 12345, NULL}'') ORDER BY k DESC'),
+(92, '= ANY and a range', false, '{index,bitmap}',
+ 'SELECT id, k FROM %1$s WHERE k = ANY (''{-20, -5, 0, 5, 20}'') AND k > -5 AND k <= 5'),
+(93, 'two = ANY', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k = ANY (''{1, 2, 3, 4}'') AND k = ANY (''{3, 4, 5}'')'),
+(94, '= ANY empty', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k = ANY (''{}''::int8[])'),
+(95, '= ANY only NULLs', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k = ANY (''{NULL, NULL}''::int8[])'),
+(96, '= ANY NULL array', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k = ANY (NULL::int8[])'),
+(97, '< ANY', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k < ANY (''{-15, -18, NULL}'')'),
+(98, '>= ANY', false, '{index,bitmap}', 'SELECT id, k FROM %1$s WHERE k >= ANY (''{18, 15}'')'),
+(99, 'int4 = ANY on int8, desc', true, '{index,ios}',
+ 'SELECT k FROM %1$s WHERE k = ANY (''{3, -3, 2147483647, -2147483648}''::int4[]) ORDER BY k DESC'),
+(100, 'IN, limit', true, '{index,ios}', 'SELECT k FROM %1$s WHERE k IN (7, -7, 1, 19) ORDER BY k LIMIT 30'),
+(101, 'nested loop, = ANY of the outer row', false, '{nestloop}',
+ 'SELECT a.id, b.id FROM %2$s a JOIN %1$s b ON b.k = ANY (ARRAY[a.k, a.k / 2, NULL])'),
+(102, '= ANY (300 values) desc', true, '{index,ios}',
+ 'SELECT v FROM %3$s WHERE v = ANY (ARRAY(SELECT g * 37 FROM generate_series(1, 300) g)) ORDER BY v DESC');
 
 SELECT n, label, mode, c.*
 FROM ac_queries, unnest(modes) AS mode, LATERAL dm_compare(q, ordered, mode, '{ac_dm, ac2_dm, acb_dm}', '{ac_bt, ac2_bt, acb_bt}') c
@@ -222,6 +243,54 @@ SELECT * FROM dm_moves('{1000, "BACKWARD 500", 3000, "BACKWARD 10", ALL, PRIOR,
                          "BACKWARD ALL", NEXT, "ABSOLUTE 5000", "ABSOLUTE -5000", PRIOR,
                          "FORWARD ALL", "BACKWARD 2"}', 'ac_c_dm', 'ac_c_bt');
 COMMIT;
+
+-- "= ANY": moving back and forth across the elements' ranges (one absent)
+SET enable_indexonlyscan = off;
+BEGIN;
+EXPLAIN (COSTS OFF) SELECT k FROM ac_dm WHERE k = ANY ('{-20, -3, 0, 555, 4, 7, 9223372036854775807}') ORDER BY k;
+DECLARE ac_c_dm SCROLL CURSOR FOR SELECT k FROM ac_dm WHERE k = ANY ('{-20, -3, 0, 555, 4, 7, 9223372036854775807}') ORDER BY k;
+DECLARE ac_c_bt SCROLL CURSOR FOR SELECT k FROM ac_bt WHERE k = ANY ('{-20, -3, 0, 555, 4, 7, 9223372036854775807}') ORDER BY k;
+SELECT * FROM dm_moves('{5, "BACKWARD 3", 40, "BACKWARD 60", NEXT, ALL, PRIOR, "BACKWARD 10",
+                         LAST, "RELATIVE -20", FIRST, "ABSOLUTE 25", PRIOR, "FORWARD ALL",
+                         "BACKWARD ALL", NEXT, "ABSOLUTE -1", "BACKWARD 2", "FORWARD 3"}', 'ac_c_dm', 'ac_c_bt');
+COMMIT;
+-- ... and with this transaction's own rows still in the insert buffer
+BEGIN;
+INSERT INTO ac_dm SELECT 100000 + g, (g % 5) * 5 - 10 FROM generate_series(1, 40) g;
+INSERT INTO ac_bt SELECT 100000 + g, (g % 5) * 5 - 10 FROM generate_series(1, 40) g;
+SELECT n, label, mode, c.*
+FROM ac_queries, unnest(modes) AS mode, LATERAL dm_compare(q, ordered, mode, '{ac_dm, ac2_dm, acb_dm}', '{ac_bt, ac2_bt, acb_bt}') c
+WHERE n IN (90, 91, 92, 100)
+ORDER BY n, mode;
+ROLLBACK;
+-- ... with no rows for the smallest and the largest elements: a reversal
+-- off either end first opens those elements' ranges, which the last
+-- returned row leaves empty (this crashed the server)
+BEGIN;
+DECLARE ac_c_dm SCROLL CURSOR FOR SELECT k FROM ac_dm WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k;
+DECLARE ac_c_bt SCROLL CURSOR FOR SELECT k FROM ac_bt WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k;
+SELECT * FROM dm_moves('{LAST, PRIOR, NEXT, NEXT, PRIOR, FIRST, PRIOR, NEXT, PRIOR, PRIOR,
+                         NEXT, ALL, "BACKWARD ALL", "FORWARD 2"}', 'ac_c_dm', 'ac_c_bt');
+DECLARE ac_d_dm SCROLL CURSOR FOR SELECT k FROM ac_dm WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k DESC;
+DECLARE ac_d_bt SCROLL CURSOR FOR SELECT k FROM ac_bt WHERE k = ANY ('{-1000, -3, 4, 1000}') ORDER BY k DESC;
+SELECT * FROM dm_moves('{LAST, PRIOR, NEXT, NEXT, FIRST, PRIOR, NEXT, ALL, "BACKWARD ALL",
+                         "FORWARD 2"}', 'ac_d_dm', 'ac_d_bt');
+COMMIT;
+-- a nested loop rescans once per outer row with a new array: the ranges of
+-- the last one are all the scan keeps
+BEGIN;
+SET LOCAL enable_hashjoin = off;
+SET LOCAL enable_mergejoin = off;
+SET LOCAL enable_material = off;
+EXPLAIN (COSTS OFF) SELECT b.k FROM generate_series(1, 20000) o(a)
+JOIN ac_dm b ON b.k = ANY (ARRAY(SELECT o.a % 40 - 20 + x FROM generate_series(1, 60) x));
+DECLARE ac_mem NO SCROLL CURSOR FOR SELECT b.k FROM generate_series(1, 20000) o(a)
+JOIN ac_dm b ON b.k = ANY (ARRAY(SELECT o.a % 40 - 20 + x FROM generate_series(1, 60) x));
+MOVE ALL IN ac_mem;
+SELECT sum(total_bytes) < 2 * 1024 * 1024 AS bounded
+FROM pg_backend_memory_contexts WHERE name IN ('ExecutorState', 'dmindex scan keys');
+COMMIT;
+SET enable_indexonlyscan = on;
 
 -- an index-only scan over the whole tall tree does not use memory per row
 BEGIN;

@@ -19,6 +19,7 @@ FROM pg_extension WHERE extname = 'dmindex';
 CREATE DATABASE dm_upgrade_old;
 CREATE DATABASE dm_upgrade_mid;
 CREATE DATABASE dm_upgrade_03;
+CREATE DATABASE dm_upgrade_04;
 CREATE DATABASE dm_upgrade_new;
 
 -- ---- a database at 0.1 with an index, then updated ----------------------
@@ -95,6 +96,25 @@ SELECT * FROM dmindex_check('up_v', true);
 :members \gset v03_
 DROP TABLE up;
 
+-- ---- a database at 0.4, updated: 0.5 adds the byte key encoding functions --
+\c dm_upgrade_04
+CREATE EXTENSION dmindex VERSION '0.4';
+CREATE TABLE up (id int, v int8);
+INSERT INTO up SELECT g, g % 100 FROM generate_series(1, 2000) g;
+CREATE INDEX up_v ON up USING dmindex (v);
+SELECT count(*) AS has_key_functions FROM pg_proc WHERE proname LIKE 'dmindex\_key\_%';
+ALTER EXTENSION dmindex UPDATE;
+SELECT extversion = dmindex_version() AS updated
+FROM pg_extension WHERE extname = 'dmindex';
+SELECT count(*) AS has_key_functions FROM pg_proc WHERE proname LIKE 'dmindex\_key\_%';
+SELECT dmindex_key_encode(1, 'a'::text COLLATE "C") AS key,
+       dmindex_key_prefix_successor(dmindex_key_encode(1)) AS successor;
+INSERT INTO up SELECT g, g % 100 FROM generate_series(2001, 2500) g;
+SELECT count(*), sum(id) FROM up WHERE v BETWEEN 10 AND 19;
+SELECT * FROM dmindex_check('up_v', true);
+:members \gset v04_
+DROP TABLE up;
+
 -- ---- a fresh install at the default version ------------------------------
 \c dm_upgrade_new
 CREATE EXTENSION dmindex;
@@ -106,9 +126,11 @@ SELECT :'old_digest' = :'new_digest' AS same_objects,
        :old_n = :new_n AS same_count, :new_n > 50 AS has_members;
 SELECT :'mid_digest' = :'new_digest' AS same_objects_from_02, :mid_n = :new_n AS same_count_from_02;
 SELECT :'v03_digest' = :'new_digest' AS same_objects_from_03, :v03_n = :new_n AS same_count_from_03;
+SELECT :'v04_digest' = :'new_digest' AS same_objects_from_04, :v04_n = :new_n AS same_count_from_04;
 
 \c :regress_db
 DROP DATABASE dm_upgrade_old;
 DROP DATABASE dm_upgrade_mid;
 DROP DATABASE dm_upgrade_03;
+DROP DATABASE dm_upgrade_04;
 DROP DATABASE dm_upgrade_new;

@@ -2,11 +2,12 @@
 # Installs what dmindex needs on Debian 12 (run as root): the compiler,
 # PostgreSQL 15 server and headers, libnuma (memnode NUMA binding), libssl-dev
 # (libcrypto: the authentication handshake's HMAC), clang (libFuzzer targets
-# of test/fuzz) and Perl's IPC::Run (PostgreSQL's TAP test framework).  Quick
+# of test/fuzz), Perl's IPC::Run (PostgreSQL's TAP test framework), libicu-dev
+# (ICU sort keys of string keys) and locales (localedef, test/t/030).  Quick
 # when all is present.  With package names as arguments it installs those
 # instead (bench/install-bench-deps.sh).
 set -euo pipefail
-PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libssl-dev libucx-dev ucx-utils clang libipc-run-perl bc"
+PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib libnuma-dev libssl-dev libucx-dev ucx-utils clang libipc-run-perl bc libicu-dev locales"
 [ $# -eq 0 ] || PKGS="$*"
 missing=""
 for p in $PKGS; do

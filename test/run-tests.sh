@@ -84,32 +84,27 @@ run_regress_suite regress "$PGXS_TEST/regress/pg_regress" \
 passed=$((passed + suite_passed))
 failed=$((failed + suite_failed))
 
-echo "== pg_regress over ucx (UCX_TLS=${REGRESS_UCX_TLS:-posix})"
-# the same suite once more, every index operation through the ucx transport
-# (one-sided shared memory here; on RDMA hardware the same code uses verbs)
-REGRESS_TRANSPORT=ucx UCX_TLS=${REGRESS_UCX_TLS:-posix} \
-    run_regress_suite regress-ucx "$PGXS_TEST/regress/pg_regress" \
-    "$((REGRESS_MEMNODE_PORT + 2))" "$((REGRESS_PG_PORT + 2))" test/regress-schedule sql expected
-passed=$((passed + suite_passed))
-failed=$((failed + suite_failed))
-
-echo "== pg_regress with dmindex.offload = always"
-# the same suite once more, every index operation offered to the memnode's
-# offload executor at its first node cache miss (DEX §6; src/pg/dmoffload.c)
-REGRESS_OFFLOAD=always \
-    run_regress_suite regress-offload "$PGXS_TEST/regress/pg_regress" \
-    "$((REGRESS_MEMNODE_PORT + 3))" "$((REGRESS_PG_PORT + 3))" test/regress-schedule sql expected
-passed=$((passed + suite_passed))
-failed=$((failed + suite_failed))
-
-echo "== pg_regress with dmindex.default_leaf_format = hopscotch"
-# the same suite once more, every index without the leaf_format option built
-# with hopscotch leaves (docs/design.md §5.1): the same answers are expected
-REGRESS_LEAF_FORMAT=hopscotch \
-    run_regress_suite regress-hop "$PGXS_TEST/regress/pg_regress" \
-    "$((REGRESS_MEMNODE_PORT + 4))" "$((REGRESS_PG_PORT + 4))" test/regress-schedule sql expected
-passed=$((passed + suite_passed))
-failed=$((failed + suite_failed))
+# The same suite once more per variant, the same answers expected:
+#   ucx      every index operation through the ucx transport (one-sided
+#            shared memory here; on RDMA hardware the same code uses verbs)
+#   offload  every index operation offered to the memnode's offload executor
+#            at its first node cache miss (DEX §6; src/pg/dmoffload.c)
+#   hop      every index without the leaf_format option built with
+#            hopscotch leaves (docs/design.md §5.1)
+# Each runs on its own ports (offset from the plain suite's).
+regress_variant() {   # name port-offset title VAR=value...: the settings hold for this suite only
+    local name=$1 off=$2 title=$3
+    shift 3
+    local -x "$@"
+    echo "== pg_regress $title"
+    run_regress_suite "regress-$name" "$PGXS_TEST/regress/pg_regress" \
+        "$((REGRESS_MEMNODE_PORT + off))" "$((REGRESS_PG_PORT + off))" test/regress-schedule sql expected
+    passed=$((passed + suite_passed))
+    failed=$((failed + suite_failed))
+}
+regress_variant ucx 2 "over ucx (UCX_TLS=${REGRESS_UCX_TLS:-posix})" REGRESS_TRANSPORT=ucx UCX_TLS="${REGRESS_UCX_TLS:-posix}"
+regress_variant offload 3 "with dmindex.offload = always" REGRESS_OFFLOAD=always
+regress_variant hop 4 "with dmindex.default_leaf_format = hopscotch" REGRESS_LEAF_FORMAT=hopscotch
 
 echo "== isolation (concurrent sessions in a fixed interleaving)"
 run_regress_suite isolation "$PGXS_TEST/isolation/pg_isolation_regress" \

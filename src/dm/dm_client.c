@@ -348,6 +348,20 @@ dm_client_check(dm_client *c, uint16_t node_id)
 	if (cn->status != DM_OK)
 		return cn->status;
 	/*
+	 * Over shared memory the region's superblock tells a restart or a
+	 * shutdown without a system call (dm_shm_check); the socket poll below,
+	 * a system call on every statement of the access method, then runs at
+	 * most every DM_SHM_POLL_INTERVAL_MS, for a hang-up the superblock
+	 * cannot show.
+	 */
+	if (cn->backend == DM_BACKEND_SHM)
+	{
+		int			rc = dm_shm_check(c, cn);
+
+		if (rc != DM_OK || !dm_shm_poll_due(cn))
+			return rc;
+	}
+	/*
 	 * No request is outstanding between operations (a caller that gave up
 	 * on a reply broke the connection), so anything readable is the
 	 * memnode hanging up.
@@ -357,8 +371,6 @@ dm_client_check(dm_client *c, uint16_t node_id)
 	p.revents = 0;
 	if (cn->fd >= 0 && poll(&p, 1, 0) > 0 && p.revents != 0)
 		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode closed the connection");
-	if (cn->backend == DM_BACKEND_SHM)
-		return dm_shm_check(c, cn);
 	if (cn->backend == DM_BACKEND_UCX)
 		return dm_ucx_check(c, cn);
 	return DM_OK;

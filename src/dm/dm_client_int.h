@@ -27,6 +27,8 @@ typedef struct dm_conn
 	/* shm backend: the mapped region */
 	uint8_t    *shm_base;
 	dm_region	shm_region;
+	uint64_t	shm_attach_count;	/* the superblock's attach_count when mapped */
+	uint64_t	polled_ns;		/* dm_client_check's last poll of the socket (shm) */
 	/* ucx backend (dm_ucx.c): opaque UCX handles, made by process ucx_pid */
 	void	   *ucx_ep;
 	void	   *ucx_rkey;
@@ -101,6 +103,9 @@ extern void dm_shm_unmap(dm_conn *cn);
 extern int	dm_shm_post(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index);
 /* Is the memnode behind a mapped region alive and still the same?  Breaks cn if not. */
 extern int	dm_shm_check(dm_client *c, dm_conn *cn);
+/* Whether dm_client_check should poll cn's socket now (then it counts as polled). */
+#define DM_SHM_POLL_INTERVAL_MS 1000
+extern int	dm_shm_poll_due(dm_conn *cn);
 /* Execute validated ops (cn->idx) on a local mapping of the region at base (shm, or ucx's). */
 extern int	dm_shm_exec(dm_client *c, dm_conn *cn, uint8_t *base, dm_op *ops);
 

@@ -554,6 +554,30 @@ dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_
 }
 
 int
+dm_offload_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
+{
+	uint64_t	t0,
+				rt0;
+	int			rc;
+
+	if (t->off == NULL)
+		return dm_iter_open(t, r, out);
+	/*
+	 * Without this sample a process whose reads all go through its own
+	 * iterator (the access method's scans) never learns l_o: the policy
+	 * then takes an offload as possibly winning on every operation (a cache
+	 * walk each time) and explores at 1/128 however badly RPCs lose (over
+	 * shm: ~50 one-sided reads' worth each).
+	 */
+	t0 = now_ns();
+	rt0 = dm_offload_round_trips(t);
+	rc = dm_iter_open(t, r, out);
+	if (rc == DM_OK)
+		dm_offload_local_sample(t, t0, rt0);
+	return rc;
+}
+
+int
 dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 					 dm_entry *out, int max, int *n, int *more, dm_entry *resume)
 {

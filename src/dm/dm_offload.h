@@ -123,5 +123,11 @@ extern int	dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry h
  */
 extern int	dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 								  dm_entry *out, int max, int *n, int *more, dm_entry *resume);
+/*
+ * dm_iter_open for the caller of dm_offload_scan_batch that was answered
+ * DM_ERR_FALLBACK: the opening (a descent) is timed as a sample of the
+ * one-sided path, which the policy needs as much as the RPC's.
+ */
+extern int	dm_offload_iter_open(dm_tree *t, const dm_range *r, dm_iter **out);
 
 #endif							/* DM_OFFLOAD_H */

@@ -63,6 +63,7 @@ dm_shm_map(dm_client *c, dm_conn *cn)
 					   "shared region \"%s\" is not this memnode's region", cn->shm_path);
 	}
 	cn->shm_base = base;
+	cn->shm_attach_count = __atomic_load_n(&cn->shm_region.sb->attach_count, __ATOMIC_ACQUIRE);
 	return DM_OK;
 }
 
@@ -112,7 +113,29 @@ check_alive(dm_client *c, dm_conn *cn)
 int
 dm_shm_check(dm_client *c, dm_conn *cn)
 {
-	return check_alive(c, cn);
+	int			rc = check_alive(c, cn);
+
+	if (rc != DM_OK)
+		return rc;
+	/*
+	 * Every memnode start on a region counts in its superblock: another
+	 * count means the process we shook hands with is gone and another
+	 * reattached to the region, so our socket leads nowhere.
+	 */
+	if (__atomic_load_n(&cn->shm_region.sb->attach_count, __ATOMIC_ACQUIRE) != cn->shm_attach_count)
+		return dm_fail(c, cn, DM_ERR_CLOSED, "memnode was restarted on its region");
+	return DM_OK;
+}
+
+int
+dm_shm_poll_due(dm_conn *cn)
+{
+	uint64_t	now = coarse_mono_ns();
+
+	if (cn->polled_ns != 0 && now - cn->polled_ns < (uint64_t) DM_SHM_POLL_INTERVAL_MS * 1000000u)
+		return 0;
+	cn->polled_ns = now;
+	return 1;
 }
 
 int

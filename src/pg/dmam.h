@@ -16,6 +16,8 @@
  *   dmvalidate.c  amvalidate
  * The index and its tree:
  *   dmkey.c       key encoding: support functions and scan-key bounds
+ *   dmkeyenc.c    byte keys of variable-length and multi-column keys
+ *                 (dmkeyenc.h; not used by the callbacks yet)
  *   dmmetapage.c  the metapage (block 0) as a page: reading, writing
  *   dmmeta.c      the remote tree a metapage names: create, open (cached), check
  *   dmtreeerror.c the error for a failed tree operation (dmindex_tree_error)
@@ -139,10 +141,14 @@ extern bool dmindex_can_decode(Relation index);
 extern Datum dmindex_decode(Relation index, uint64 key);
 
 /*
- * Turn the scan keys into one entry range.  Returns false if no entry can
- * match (contradictory keys, or a comparison with NULL).
+ * The entry ranges the scan keys allow (dmscankey.c): ascending, disjoint,
+ * palloc'd in the current memory context into *out; returns how many (0 if
+ * no entry can match: contradictory keys, a comparison with NULL, an empty
+ * "= ANY" array).  One unless there are "= ANY(array)" keys.
  */
-extern bool dmindex_keys_to_range(Relation index, ScanKey keys, int nkeys, dm_range *range);
+extern int	dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out);
+/* No entry lies in r (its bounds cross, or meet with one of them exclusive). */
+extern bool dmindex_range_empty(const dm_range *r);
 
 /* ---- the remote tree of an index (dmmeta.c) ---------------------------------- */
 

@@ -213,7 +213,7 @@ dmhandler(PG_FUNCTION_ARGS)
 	am->amcanunique = false;
 	am->amcanmulticol = false;
 	am->amoptionalkey = true;
-	am->amsearcharray = false;
+	am->amsearcharray = true;	/* "col = ANY(array)": dmscankey.c */
 	am->amsearchnulls = true;
 	am->amstorage = false;
 	am->amclusterable = false;

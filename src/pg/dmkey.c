@@ -1,7 +1,8 @@
 /*
  * dmkey.c — key encoding: the SQL-callable support functions of the dmindex
  * operator classes, and the glue the access method uses to turn indexed
- * values and scan keys into entries and entry ranges of the remote tree.
+ * values and scan-key arguments into keys of the remote tree (dmscankey.c
+ * makes the ranges).
  *
  * Every operator class maps its type to a 64-bit unsigned key that sorts
  * exactly like the type's btree order (support function 1), so the remote
@@ -11,7 +12,8 @@
  * exact: the argument of "int4col < 10::int8" is encoded with the int8
  * function and compared with keys of int4 values.
  *
- * The domains:
+ * The domains (the word functions are in dmkeyenc.h, shared with the byte
+ * keys of dmkeyenc.c):
  *   integers, date, time, timestamp[tz], money:  signed value + 2^63
  *   float4, float8:  the IEEE bits of the value as a double, with negative
  *                    numbers' bits inverted and positive ones' sign bit set,
@@ -46,54 +48,13 @@
 #include "utils/timestamp.h"
 
 #include "dmam.h"
+#include "dmkeyenc.h"
 
-#define DMKEY_SIGN			UINT64CONST(0x8000000000000000)
 
 /*
- * The key of every NaN: the encoding of the canonical quiet NaN, which is
- * above that of +Infinity (0xFFF0000000000000) like NaN is above +Infinity
- * in PostgreSQL's float ordering.
+ * The encodings themselves (dmkey_from_int64, dmkey_from_float8) are in
+ * dmkeyenc.h: the byte keys of dmkeyenc.c write the same words.
  */
-#define DMKEY_FLOAT_NAN		UINT64CONST(0xFFF8000000000000)
-
-/* The largest entry with a non-NULL key: an inclusive upper bound. */
-#define DMKEY_NONNULL_MAX	dm_entry_make(UINT64_MAX, DM_TID_MAX)
-
-/* ---- the encodings ------------------------------------------------------- */
-
-static inline uint64
-dmkey_from_int64(int64 v)
-{
-	return (uint64) v ^ DMKEY_SIGN;
-}
-
-static inline int64
-dmkey_to_int64(uint64 k)
-{
-	return (int64) (k ^ DMKEY_SIGN);
-}
-
-static inline uint64
-dmkey_from_float8(float8 v)
-{
-	uint64		bits;
-
-	if (isnan(v))
-		return DMKEY_FLOAT_NAN;
-	if (v == 0.0)
-		v = 0.0;				/* -0 == +0, so they must share a key */
-	memcpy(&bits, &v, sizeof(bits));
-
-	/*
-	 * Positive doubles already order like their bit patterns; setting the
-	 * sign bit puts them above all negative ones.  Negative doubles order in
-	 * reverse of their bit patterns, which inverting them all fixes (and
-	 * clears the sign bit).
-	 */
-	if (bits & DMKEY_SIGN)
-		return ~bits;
-	return bits | DMKEY_SIGN;
-}
 
 /* The result of an encode function: int8 holding the key's bits. */
 #define DMKEY_RETURN(k)		PG_RETURN_INT64((int64) (k))
@@ -461,110 +422,4 @@ dmindex_decode(Relation index, uint64 key)
 	return FunctionCall1Coll(index_getprocinfo(index, 1, DMINDEX_DECODE_PROC),
 							 index->rd_indcollation[0],
 							 Int64GetDatum((int64) key));
-}
-
-/* Raise the lower bound to (e, incl) if that is tighter. */
-static void
-dm_tighten_lo(dm_entry *lo, bool *lo_incl, dm_entry e, bool incl)
-{
-	int			c = dm_entry_cmp(e, *lo);
-
-	if (c > 0 || (c == 0 && !incl))
-	{
-		*lo = e;
-		*lo_incl = incl && (c > 0 || *lo_incl);
-	}
-}
-
-/* Lower the upper bound to (e, incl) if that is tighter. */
-static void
-dm_tighten_hi(dm_entry *hi, bool *hi_incl, dm_entry e, bool incl)
-{
-	int			c = dm_entry_cmp(e, *hi);
-
-	if (c < 0 || (c == 0 && !incl))
-	{
-		*hi = e;
-		*hi_incl = incl && (c < 0 || *hi_incl);
-	}
-}
-
-/*
- * Like _bt_preprocess_keys, but simpler: there is one key column and every
- * key's argument becomes a key in the one domain of the operator family, so
- * all the keys together always describe a single range of entries.
- */
-bool
-dmindex_keys_to_range(Relation index, ScanKey keys, int nkeys, dm_range *range)
-{
-	dm_entry	lo = DM_ENTRY_MIN;
-	bool		lo_incl = true;
-	dm_entry	hi = DM_ENTRY_INF;
-	bool		hi_incl = true;
-	int			i;
-	int			c;
-
-	for (i = 0; i < nkeys; i++)
-	{
-		ScanKey		key = &keys[i];
-		uint64		k;
-
-		if (key->sk_attno != 1)
-			elog(ERROR, "dmindex scan key on attribute %d, but the index has one column",
-				 key->sk_attno);
-		if (key->sk_flags & (SK_ROW_HEADER | SK_ROW_MEMBER | SK_SEARCHARRAY | SK_ORDER_BY))
-			elog(ERROR, "unsupported dmindex scan key flags 0x%x", key->sk_flags);
-
-		if (key->sk_flags & SK_ISNULL)
-		{
-			if (key->sk_flags & SK_SEARCHNULL)
-			{
-				/* NULL entries: key UINT64_MAX, DM_TID_NULL set in the tid */
-				dm_tighten_lo(&lo, &lo_incl, dm_entry_null(0), true);
-			}
-			else if (key->sk_flags & SK_SEARCHNOTNULL)
-				dm_tighten_hi(&hi, &hi_incl, DMKEY_NONNULL_MAX, true);
-			else
-				return false;	/* "col op NULL" is never true */
-			continue;
-		}
-
-		k = dmindex_encode(index, key->sk_subtype, key->sk_argument);
-		switch (key->sk_strategy)
-		{
-			case BTLessStrategyNumber:
-				dm_tighten_hi(&hi, &hi_incl, dm_key_hi(k, 0), false);
-				break;
-			case BTLessEqualStrategyNumber:
-				dm_tighten_hi(&hi, &hi_incl, dm_key_hi(k, 1), true);
-				break;
-			case BTEqualStrategyNumber:
-				dm_tighten_lo(&lo, &lo_incl, dm_key_lo(k, 1), true);
-				dm_tighten_hi(&hi, &hi_incl, dm_key_hi(k, 1), true);
-				break;
-			case BTGreaterEqualStrategyNumber:
-				dm_tighten_lo(&lo, &lo_incl, dm_key_lo(k, 1), true);
-				break;
-			case BTGreaterStrategyNumber:
-				dm_tighten_lo(&lo, &lo_incl, dm_key_lo(k, 0), false);
-				break;
-			default:
-				elog(ERROR, "invalid dmindex strategy number %d",
-					 key->sk_strategy);
-		}
-
-		/* an ordinary comparison is never true for NULL */
-		dm_tighten_hi(&hi, &hi_incl, DMKEY_NONNULL_MAX, true);
-	}
-
-	c = dm_entry_cmp(lo, hi);
-	if (c > 0 || (c == 0 && !(lo_incl && hi_incl)))
-		return false;
-
-	range->lo = lo;
-	range->lo_incl = lo_incl;
-	range->hi = hi;
-	range->hi_incl = hi_incl;
-	range->backward = 0;
-	return true;
 }

@@ -3,7 +3,10 @@
  * with direction changes for scrollable cursors), index-only (for opclasses
  * that can decode their keys) and bitmap scans.
  *
- * The scan keys become one entry range (dmkey.c).  Two sorted streams are
+ * The scan keys become entry ranges (dmscankey.c): one, or with
+ * "col = ANY(array)" keys one per distinct element, ascending; the scan
+ * reads them one after the other in its direction (the current one is
+ * "range" below).  For each, two sorted streams are
  * merged: the remote tree's iterator (dm_tree_scan.c keeps a private copy of
  * the current leaf, like nbtree's BTScanPosData) and this transaction's own
  * entries that are still in the insert buffer (dminsert.c), which no other
@@ -52,8 +55,13 @@
  * DmScanOpaqueData — the state of one scan.
  *
  *	tree		the index's remote tree (cached handle, see dmmeta.c)
- *	range		entries the scan keys allow; range_ok is false when none can
- *				match (then nothing is read at all)
+ *	ranges		entries the scan keys allow: nranges ranges, ascending and
+ *				disjoint (0: none can match, then nothing is read at all);
+ *				in keycxt, which every rescan resets: making the ranges
+ *				allocates (the "= ANY" elements, detoasted arrays), and a
+ *				nested loop rescans once per outer row
+ *	cur, range	the range being read (or, after the last call, the one the
+ *				scan sits in): range is ranges[cur]
  *	iter		remote iterator over range in the current direction, opened
  *				lazily; NULL once exhausted or before the first call
  *	batching	the remote stream is offloaded batches instead (forward
@@ -84,8 +92,11 @@
 typedef struct DmScanOpaqueData
 {
 	dm_tree    *tree;
+	MemoryContext keycxt;
+	dm_range   *ranges;
+	int			nranges;
+	int			cur;
 	dm_range	range;
-	bool		range_ok;
 	dm_iter    *iter;
 	bool		batching;
 	dm_range	brest;
@@ -122,6 +133,8 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 
 	scan->opaque = so;
 	scan->xs_itupdesc = RelationGetDescr(index);
+	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex scan keys",
+									   ALLOCSET_SMALL_SIZES);
 	so->heap_nblocks = InvalidBlockNumber;
 	return scan;
 }
@@ -153,13 +166,21 @@ dmrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int nord
 {
 	DmScanOpaque so = (DmScanOpaque) scan->opaque;
 
+	MemoryContext old;
+
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	close_streams(so);
 	so->has_last = false;
 	so->exhausted = false;
-	so->range_ok = dmindex_keys_to_range(scan->indexRelation, scan->keyData,
-										 scan->numberOfKeys, &so->range);
+	MemoryContextReset(so->keycxt);
+	so->ranges = NULL;			/* gone with the reset, even if the next call fails */
+	so->nranges = 0;
+	old = MemoryContextSwitchTo(so->keycxt);
+	so->nranges = dmindex_keys_to_ranges(scan->indexRelation, scan->keyData,
+										 scan->numberOfKeys, &so->ranges);
+	MemoryContextSwitchTo(old);
+	so->cur = 0;
 	so->standby = RecoveryInProgress();
 	so->heap_nblocks = InvalidBlockNumber;
 }
@@ -252,7 +273,13 @@ open_point(IndexScanDesc scan, const dm_range *r)
 	int			n,
 				rc;
 
-	if (r->backward || so->standby || so->has_last ||
+	/*
+	 * From the key's start: r->lo = (key, 0) inclusive.  A scan continuing
+	 * inside this key after a returned entry has r->lo at that entry
+	 * (continue_after_last), so only a fresh key — the first, or the next
+	 * "= ANY" element — gets here.
+	 */
+	if (r->backward || so->standby ||
 		dm_tree_leaf_format(so->tree, NULL) != DM_LEAF_HOPSCOTCH ||
 		!r->lo_incl || !r->hi_incl || r->lo.key != r->hi.key ||
 		r->lo.tid != 0 || r->hi.tid != DM_TID_MAX)
@@ -273,7 +300,41 @@ open_point(IndexScanDesc scan, const dm_range *r)
 	return true;
 }
 
-/* Open both streams in direction dir, strictly beyond the last returned entry. */
+/*
+ * Narrow r, read in direction r->backward, to its entries strictly beyond
+ * the last returned one — or from it on, when the scan ran off the end past
+ * it (a cursor reversing returns it again).  A last entry short of r (from
+ * an earlier range) leaves r whole; one past its far end (r lies behind the
+ * scan after a reversal) leaves it empty.
+ */
+static void
+continue_after_last(const DmScanOpaque so, dm_range *r)
+{
+	int			c;
+
+	if (!so->has_last)
+		return;
+	if (r->backward)
+	{
+		c = dm_entry_cmp(so->last, r->hi);
+		if (c < 0 || (c == 0 && !so->exhausted))
+		{
+			r->hi = so->last;
+			r->hi_incl = so->exhausted;
+		}
+	}
+	else
+	{
+		c = dm_entry_cmp(so->last, r->lo);
+		if (c > 0 || (c == 0 && !so->exhausted))
+		{
+			r->lo = so->last;
+			r->lo_incl = so->exhausted;
+		}
+	}
+}
+
+/* Open both streams of the current range in direction dir, strictly beyond the last returned entry. */
 static void
 open_streams(IndexScanDesc scan, ScanDirection dir)
 {
@@ -287,23 +348,12 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	so->dir = dir;
 	so->started = true;
 	r.backward = ScanDirectionIsBackward(dir);
-	if (so->has_last)
+	/* a direction change, or the next range: from the last returned entry on */
+	continue_after_last(so, &r);
+	if (dmindex_range_empty(&r))
 	{
-		/*
-		 * A direction change: continue from the last returned entry — past it
-		 * if the scan was on it, including it if the scan had run off the end
-		 * beyond it.
-		 */
-		if (r.backward)
-		{
-			r.hi = so->last;
-			r.hi_incl = so->exhausted;
-		}
-		else
-		{
-			r.lo = so->last;
-			r.lo_incl = so->exhausted;
-		}
+		so->remote_done = true; /* nothing of this range is left in this direction */
+		return;
 	}
 	if (so->tree == NULL)
 		so->tree = dmindex_open_tree(scan->indexRelation);
@@ -371,7 +421,7 @@ fetch_batch(IndexScanDesc scan)
 	if (rc == DM_ERR_FALLBACK)
 	{
 		so->batching = false;
-		rc = dm_iter_open(so->tree, &so->brest, &so->iter);
+		rc = dm_offload_iter_open(so->tree, &so->brest, &so->iter);
 	}
 	if (rc != DM_OK)
 		dmindex_tree_error(scan->indexRelation, so->tree, rc);
@@ -422,13 +472,8 @@ next_entry(IndexScanDesc scan, dm_entry *out)
 		dm_range	r = so->range;
 
 		/* from the last returned entry to the end of the range */
-		if (so->has_last)
-		{
-			if (backward)
-				r.hi = so->last;
-			else
-				r.lo = so->last;
-		}
+		r.backward = backward;
+		continue_after_last(so, &r);
 		pin_widen(so, &r);
 		rc = remote_next(scan, &so->rnext);
 
@@ -441,7 +486,13 @@ next_entry(IndexScanDesc scan, dm_entry *out)
 		else
 			so->remote_done = true;
 	}
-	has_pend = backward ? so->ppos >= 0 : so->ppos < so->npend;
+	/*
+	 * ppos walks pend in the scan's direction: within bounds there is one
+	 * more.  (Both bounds: a range left empty by continue_after_last opens
+	 * no buffered entries, and ppos then points at none in either
+	 * direction.)
+	 */
+	has_pend = so->ppos >= 0 && so->ppos < so->npend;
 	if (!so->has_rnext && !has_pend)
 		return false;
 	if (!has_pend)
@@ -476,12 +527,16 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 	DmScanOpaque so = (DmScanOpaque) scan->opaque;
 	dm_entry	e;
 
-	if (!so->range_ok)
+	if (so->nranges == 0)
 		return false;
 	if (!so->started || so->dir != dir)
 	{
 		if (!so->started)
+		{
 			pgstat_count_index_scan(scan->indexRelation);
+			so->cur = ScanDirectionIsBackward(dir) ? so->nranges - 1 : 0;
+		}
+		so->range = so->ranges[so->cur];
 		open_streams(scan, dir);
 	}
 	for (;;)
@@ -489,6 +544,16 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 		CHECK_FOR_INTERRUPTS();
 		if (!next_entry(scan, &e))
 		{
+			int			next = so->cur + (ScanDirectionIsBackward(dir) ? -1 : 1);
+
+			if (next >= 0 && next < so->nranges)
+			{
+				/* the next "= ANY" element's range */
+				so->cur = next;
+				so->range = so->ranges[next];
+				open_streams(scan, dir);
+				continue;
+			}
 			so->exhausted = true;
 			/* nothing read is left to return: let VACUUM pass (a reversal pins again) */
 			if (so->pin)
@@ -541,24 +606,28 @@ dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	int64		total = 0;
 	dm_entry	e;
 
-	if (!so->range_ok)
+	if (so->nranges == 0)
 		return 0;
 	pgstat_count_index_scan(scan->indexRelation);
-	open_streams(scan, ForwardScanDirection);
-	so->bwant = DM_OFF_MAX_ENTRIES;	/* all of the range is wanted */
-	while (next_entry(scan, &e))
+	for (so->cur = 0; so->cur < so->nranges; so->cur++)
 	{
-		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tids[n]);
-		/* a standby: past the heap's end is a row not replayed yet (see dmgettuple) */
-		if (so->standby && dmindex_tid_beyond_heap(scan_heap(scan), &tids[n], &so->heap_nblocks))
-			continue;
-		n++;
-		if (n == lengthof(tids))
+		so->range = so->ranges[so->cur];
+		open_streams(scan, ForwardScanDirection);
+		so->bwant = DM_OFF_MAX_ENTRIES;	/* all of the range is wanted */
+		while (next_entry(scan, &e))
 		{
-			tbm_add_tuples(tbm, tids, n, so->standby);
-			total += n;
-			n = 0;
-			CHECK_FOR_INTERRUPTS();
+			dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tids[n]);
+			/* a standby: past the heap's end is a row not replayed yet (see dmgettuple) */
+			if (so->standby && dmindex_tid_beyond_heap(scan_heap(scan), &tids[n], &so->heap_nblocks))
+				continue;
+			n++;
+			if (n == lengthof(tids))
+			{
+				tbm_add_tuples(tbm, tids, n, so->standby);
+				total += n;
+				n = 0;
+				CHECK_FOR_INTERRUPTS();
+			}
 		}
 	}
 	if (n > 0)
@@ -577,6 +646,7 @@ dmendscan(IndexScanDesc scan)
 	dmindex_pin_release(so->pin);
 	if (so->batch)
 		pfree(so->batch);
+	MemoryContextDelete(so->keycxt);
 	if (so->heap)
 		relation_close(so->heap, NoLock);
 	pfree(so);

@@ -343,6 +343,31 @@ run(const transport *tr, int rounds)
 	check_tree(tr, c, "writes after SIGTERM");
 	tap_diag("%s: %d writes acknowledged in all", tr->name, total);
 
+	/*
+	 * Over shm the access method's per-statement check polls the socket at
+	 * most every second; a restart in between must show anyway, in the
+	 * superblock's attach count (otherwise the statement's first RPC would
+	 * fail on the dead socket instead of a reconnect before it).
+	 */
+	if (tr->backend == DM_BACKEND_SHM)
+	{
+		uint64_t	t0;
+		int			rc;
+
+		CHECK_STATUS(dm_client_check(c, 1), DM_OK, "%s: the checker's connection is sound", tr->name);
+		CHECK_STATUS(dm_client_check(c, 1), DM_OK, "%s: and again (no poll due now)", tr->name);
+		t0 = now_ns();
+		mn.keep_region = 1;
+		memnode_stop(&mn, SIGKILL);
+		if (!restart(tr, tr->args, inc, "kill -9 between two checks"))
+			goto out;
+		rc = dm_client_check(c, 1);
+		CHECK_STATUS(rc, DM_ERR_CLOSED, "%s: the next check notices the restart %llu ms later (%s)", tr->name,
+					 (unsigned long long) ((now_ns() - t0) / 1000000), dm_client_error(c));
+		CHECK_STATUS(dm_client_reconnect(c, 1), DM_OK, "%s: and the checker reconnects", tr->name);
+		check_tree(tr, c, "after a restart between two checks");
+	}
+
 	/* a damaged superblock: not intact, so a new incarnation */
 	{
 		dm_client  *old = connect_client(tr, "old");

@@ -27,6 +27,10 @@
 # from one point lookup (src/pg/dmscan.c), a copy that must be pinned like a
 # leaf copy, again with btree as the reference.
 #
+# And once more on one key asked for with "k = ANY ('{0, 1, 2}')" (any =>
+# 1): the scan reads one range per element (src/pg/dmscankey.c), an empty
+# one first; the copy of the second must be pinned as well.
+#
 # (The same race for a plain index scan needs a non-MVCC snapshot, which
 # SQL reaches through exclusion constraints and the like; dmindex refuses
 # exclusion constraints, and no other SQL path scans a dmindex index with
@@ -50,6 +54,7 @@ sub race
 	my ($table, $using, %p) = @_;
 	my $index = "${table}_k";
 	my $point = $p{point} // 0;
+	my $any = $p{any} // 0;
 	my $key = $point ? '1' : 'g';
 
 	# Two rows per heap page (3000 uncompressed bytes each): keys 1 and 2
@@ -74,7 +79,10 @@ VACUUM (FREEZE) $table;
 	my $dead_pages_visible =
 	  "SELECT bool_and(all_visible) FROM pg_visibility_map('$table') WHERE blkno IN (1, 2)";
 	my $settings = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
-	my $q = $point ? "SELECT k FROM $table WHERE k = 1" : "SELECT k FROM $table WHERE k > 0 ORDER BY k";
+	my $q =
+	    $any   ? "SELECT k FROM $table WHERE k = ANY ('{0, 1, 2}') ORDER BY k"
+	  : $point ? "SELECT k FROM $table WHERE k = 1"
+	  :          "SELECT k FROM $table WHERE k > 0 ORDER BY k";
 	like($node->safe_psql('postgres', "$settings EXPLAIN (COSTS OFF) $q"),
 		qr/Index Only Scan using $index on $table/,
 		"$using: the cursor's query is an index-only scan on $index");
@@ -138,6 +146,10 @@ is(dmindex_check($node, 'postgres', 'rd_k'), '36|36|t', 'dmindex_check passes');
 race('pb', 'btree (k)', point => 1);
 race('pd', "dmindex (k) WITH (node_size = 256, leaf_format = 'hopscotch')", point => 1);
 is(dmindex_check($node, 'postgres', 'pd_k'), '36|36|t', 'dmindex_check passes on the one-key index');
+race('ab', 'btree (k)', point => 1, any => 1);
+race('ad', 'dmindex (k) WITH (node_size = 256)', point => 1, any => 1);
+race('ah', "dmindex (k) WITH (node_size = 256, leaf_format = 'hopscotch')", point => 1, any => 1);
+is(dmindex_check($node, 'postgres', 'ah_k'), '36|36|t', 'dmindex_check passes on the one-key index read by = ANY');
 
 $node->stop;
 is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
