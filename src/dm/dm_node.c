@@ -91,71 +91,87 @@ dm_node_valid(const void *buf, uint32_t node_size, uint64_t tree_tag)
 		dm_var_valid_order(buf);
 }
 
-int
-dm_leaf_lower_bound(const void *buf, dm_entry e)
+/*
+ * The in-node searches.  The FIXED8 search with an entry without suffix
+ * (every search of a FIXED8 tree) is the hot path of every descent and
+ * scan: two words per comparison, the entry by pointer, nothing else in
+ * its frame; the rest (VAR nodes, entries with suffixes) goes out of line.
+ */
+static __attribute__((noinline)) int
+leaf_lower_bound_any(const void *buf, const dm_entry *e)
 {
 	int			lo = 0, hi = NODE_HDR(buf)->count;
 
-	if (dm_node_is_var(buf))
+	while (lo < hi)
 	{
-		while (lo < hi)
-		{
-			int			mid = (lo + hi) / 2;
+		int			mid = (lo + hi) / 2;
 
-			if (dm_entry_cmp(dm_var_entry(buf, mid), e) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return lo;
-	}
-	{
-		const dm_rawent *ents = LEAF_ENTS(buf);
-
-		while (lo < hi)
-		{
-			int			mid = (lo + hi) / 2;
-
-			if (dm_entry_cmp(dm_raw_entry(ents[mid]), e) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		if (dm_entry_cmp(dm_node_entry(buf, mid), *e) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	return lo;
 }
 
 int
-dm_inner_child_index(const void *buf, dm_entry e)
+dm_leaf_lower_bound(const void *buf, const dm_entry *e)
+{
+	const dm_rawent *ents = LEAF_ENTS(buf);
+	int			lo = 0, hi = NODE_HDR(buf)->count;
+	uint64_t	k = e->key,
+				t = e->tid;
+
+	if (dm_node_is_var(buf) || e->sfx_len != 0)
+		return leaf_lower_bound_any(buf, e);
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (ents[mid].key < k || (ents[mid].key == k && ents[mid].tid < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static __attribute__((noinline)) int
+inner_child_index_any(const void *buf, const dm_entry *e)
 {
 	int			lo = 0, hi = NODE_HDR(buf)->count;
 
-	/* first sep > e, minus one; sep 0 is the low fence, <= e when covered */
-	if (dm_node_is_var(buf))
+	while (lo < hi)
 	{
-		while (lo < hi)
-		{
-			int			mid = (lo + hi) / 2;
+		int			mid = (lo + hi) / 2;
 
-			if (dm_entry_cmp(dm_var_sep(buf, mid), e) <= 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		if (dm_entry_cmp(dm_node_sep(buf, mid), *e) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	else
+	return lo > 0 ? lo - 1 : 0;
+}
+
+int
+dm_inner_child_index(const void *buf, const dm_entry *e)
+{
+	const dm_rawinner *ents = INNER_ENTS(buf);
+	int			lo = 0, hi = NODE_HDR(buf)->count;
+	uint64_t	k = e->key,
+				t = e->tid;
+
+	if (dm_node_is_var(buf) || e->sfx_len != 0)
+		return inner_child_index_any(buf, e);
+	/* first sep > e, minus one; sep 0 is the low fence, <= e when covered */
+	while (lo < hi)
 	{
-		const dm_rawinner *ents = INNER_ENTS(buf);
+		int			mid = (lo + hi) / 2;
 
-		while (lo < hi)
-		{
-			int			mid = (lo + hi) / 2;
-
-			if (dm_entry_cmp(dm_raw_entry(ents[mid].sep), e) <= 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		if (ents[mid].sep.key < k || (ents[mid].sep.key == k && ents[mid].sep.tid <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	return lo > 0 ? lo - 1 : 0;
 }

@@ -221,9 +221,9 @@ extern void dm_node_seal(void *buf);
 extern int	dm_node_valid(const void *buf, uint32_t node_size, uint64_t tree_tag);
 
 /* Leaf: index of the first entry >= e (count if none). */
-extern int	dm_leaf_lower_bound(const void *buf, dm_entry e);
+extern int	dm_leaf_lower_bound(const void *buf, const dm_entry *e);
 /* Inner: index of the child whose range holds e (last sep <= e). */
-extern int	dm_inner_child_index(const void *buf, dm_entry e);
+extern int	dm_inner_child_index(const void *buf, const dm_entry *e);
 
 /*
  * Changing a local copy, whatever its format.  A FIXED8 node is changed in

@@ -219,7 +219,7 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 			t->off->root_level = h->level;
 			t->off->root_addr = addr;
 		}
-		i = dm_inner_child_index(buf, e);
+		i = dm_inner_child_index(buf, &e);
 		hi = i + 1 < h->count ? dm_node_sep(buf, i + 1) : dm_node_high(buf);
 		if (dm_tree_own_class(t, dm_node_sep(buf, i), hi) != DM_OWN_OWNED)
 			break;

@@ -297,7 +297,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			}
 			else
 			{
-				int			i = dm_inner_child_index(buf, e);
+				int			i = dm_inner_child_index(buf, &e);
 				int			want = h->level - 1;
 				dm_gaddr	child;
 				dm_fetch_ctx ctx;

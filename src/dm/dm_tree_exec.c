@@ -155,7 +155,7 @@ exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry_w
 		dm_hop_sorted_view(buf);
 		if (!(h->flags & DM_NODE_DEAD))
 		{
-			for (int i = dm_leaf_lower_bound(buf, cur); i < h->count; i++)
+			for (int i = dm_leaf_lower_bound(buf, &cur); i < h->count; i++)
 			{
 				dm_entry	e = dm_node_entry(buf, i);
 
