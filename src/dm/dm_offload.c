@@ -125,7 +125,8 @@ dm_tree_set_offload(dm_tree *t, int mode)
 static int
 hook_wanted(const dm_tree *t)
 {
-	return t->off != NULL && !t->off->local;
+	/* requests carry 64-bit keys: VAR trees' operations stay one-sided (§5.2) */
+	return t->off != NULL && !t->off->local && !t->key_var;
 }
 
 int

@@ -32,9 +32,17 @@
 /* ---- writes -------------------------------------------------------------------- */
 
 static int
-entry_valid(dm_entry e)
+entry_valid(const dm_tree *t, dm_entry e)
 {
 	uint64_t	tid = e.tid & ~DM_TID_NULL;
+
+	/*
+	 * FIXED8: no suffix.  VAR: at most dm_tree_key_max bytes, and no NULL
+	 * marker (the access method encodes NULLs as bytes, DESIGN.md §5.2).
+	 */
+	if (t->key_var ? (e.sfx_len > dm_tree_key_max(t->node_size) - 8 || (e.sfx_len != 0 && e.sfx == NULL) ||
+					  (e.tid & DM_TID_NULL) != 0) : e.sfx_len != 0)
+		return 0;
 
 	/* tids stay below DM_TID_LIMIT, so no entry can equal +infinity or a key bound */
 	if (tid >= DM_TID_LIMIT)
@@ -322,8 +330,12 @@ fill_entries(int level, uint8_t *buf, const dm_item *merged, int from, int to)
  * Split step: the m merged entries do not fit the locked node (wl, copy in
  * buf).  The upper part goes to a new right node (built in rbuf), and both
  * are written in one fenced write that releases the node; *up gets the new
- * node's separator and address for the level above.  DM_TREE_STALE:
- * nothing reachable was written (a reused node is given back), redo.
+ * node's separator and address for the level above (its suffix in rbuf).
+ * FIXED8 nodes split by count, VAR nodes by bytes with truncated leaf
+ * separators (dm_var_split_point).  merged[]'s suffixes may point into
+ * buf: rbuf is built first, then buf is rebuilt aside (dm_var_build).
+ * DM_TREE_STALE: nothing reachable was written (a reused node is given
+ * back), redo.
  */
 static int
 split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
@@ -332,12 +344,28 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 	dm_node_hdr *h = NODE_HDR(buf);
 	dm_node_hdr *rh = NODE_HDR(rbuf);
 	dm_gaddr	addr = wl->addr;
-	int			half = split_point(merged, m, level, cap);
+	int			half;
+	dm_entry	sep;
 	dm_gaddr	raddr;
 	uint16_t	mn = dm_tree_place(t, level, dm_gaddr_node(addr));
 	uint64_t	rver = 0;
 	int			rc;
 
+	if (t->key_var)
+	{
+		half = dm_var_split_point(level, t->node_size, dm_node_low(buf), dm_node_high(buf), merged, m, &sep);
+		if (half < 1)
+		{
+			/* keys within dm_tree_key_max always have a cut (DESIGN.md §5.2) */
+			dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+			return dm_tree_fail(t, DM_ERR_TOOBIG, "no split of a node of %d entries fits", m);
+		}
+	}
+	else
+	{
+		half = split_point(merged, m, level, cap);
+		sep = level == 0 ? dm_tree_leaf_bound(merged[half - 1].sep, merged[half].sep) : merged[half].sep;
+	}
 	/*
 	 * A reused node (dm_tree_reclaim.c) only where it is written after this
 	 * node's guard, in one batch: on the same memnode.
@@ -351,9 +379,11 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
 		return rc;
 	}
-	dm_node_init(rbuf, t->node_size, level, t->info.tree_id,
-				 level == 0 ? dm_tree_leaf_bound(merged[half - 1].sep, merged[half].sep) : merged[half].sep,
-				 dm_node_high(buf));
+	if ((rc = dm_tree_node_init(t, rbuf, level, sep, dm_node_high(buf))) != DM_OK)
+	{
+		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+		return dm_tree_fail(t, rc, "the new node's fences do not fit");
+	}
 	/* a leaf's new right half has the leaf's format (the executor never gets here) */
 	if (level == 0 && dm_hop_is(buf))
 		dm_hop_init(rbuf, h->hop_h);
@@ -361,10 +391,15 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 	NODE_HDR(rbuf)->version = rver;
 	rh->right = h->right;
 	rh->left = addr;
-	/* both halves fit a FIXED8 node (split_point keeps each within cap): cannot fail */
+	/*
+	 * Both halves fit (split_point keeps each within cap, dm_var_split_point
+	 * within the node's bytes): cannot fail.  A VAR left half is built
+	 * whole with its new high fence (the old one may be longer).
+	 */
 	if ((rc = fill_entries(level, rbuf, merged, half, m)) != DM_OK ||
-		(rc = fill_entries(level, buf, merged, 0, half)) != DM_OK ||
-		(rc = dm_node_set_fences(buf, dm_node_low(buf), dm_node_low(rbuf))) != DM_OK)
+		(t->key_var ? (rc = dm_var_build(buf, dm_node_low(buf), dm_node_low(rbuf), merged, half)) != DM_OK :
+		 ((rc = fill_entries(level, buf, merged, 0, half)) != DM_OK ||
+		  (rc = dm_node_set_fences(buf, dm_node_low(buf), dm_node_low(rbuf))) != DM_OK)))
 	{
 		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
 		return dm_tree_fail(t, rc, "split halves do not fit their nodes");
@@ -528,7 +563,14 @@ level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *ch
 			added = merge_items(level, rbuf, items, i, j, merged, &m);
 		}
 		else
+		{
+			/*
+			 * In a VAR tree merged[]'s suffixes point into buf, which is
+			 * rebuilt from them: dm_var_build builds aside, and a split
+			 * builds the new node before it rebuilds buf (split_write).
+			 */
 			added = merge_items(level, buf, items, i, j, merged, &m);
+		}
 		if (added == 0)
 		{
 			if ((rc = dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL)) != DM_OK)
@@ -536,7 +578,21 @@ level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *ch
 			i = j;
 			continue;
 		}
-		if (m <= cap && (level != 0 || !dm_hop_is(buf) || hop_insert(t, &wl, buf, hbuf, items, i, j)))
+		if (t->key_var)
+		{
+			/* a VAR node fits by bytes: built in place if it does, else split */
+			rc = m <= cap ? fill_entries(level, buf, merged, 0, m) : DM_ERR_TOOBIG;
+			if (rc != DM_OK && rc != DM_ERR_TOOBIG)
+			{
+				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
+				rc = dm_tree_fail(t, rc, "entries cannot make a node");
+				goto out;
+			}
+			in_place = rc == DM_OK;
+			rc = DM_OK;
+		}
+		if ((t->key_var ? in_place : m <= cap) &&
+			(level != 0 || !dm_hop_is(buf) || hop_insert(t, &wl, buf, hbuf, items, i, j)))
 		{
 			if (!in_place && (level != 0 || !dm_hop_is(buf)) &&
 				(rc = fill_entries(level, buf, merged, 0, m)) != DM_OK)
@@ -602,7 +658,7 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	if (n == 0)
 		return DM_OK;
 	for (int i = 0; i < n; i++)
-		if (!entry_valid(e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
+		if (!entry_valid(t, e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
 			return dm_tree_fail(t, DM_ERR_INVALID, "entries must be valid and strictly ascending (at %d)", i);
 	for (int i = 0; i < n && !t->write_any; i++)
 		if (!dm_tree_owns_entry(t, e[i]))

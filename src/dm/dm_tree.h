@@ -204,11 +204,22 @@ typedef struct dm_tree dm_tree;
 #define DM_LEAF_SORTED		0	/* entries in order (the default) */
 #define DM_LEAF_HOPSCOTCH	1	/* CHIME hopscotch leaves: a lookup reads one neighbourhood */
 
+/*
+ * Key formats (DESIGN.md §5.2): chosen per tree at creation, kept in its
+ * catalog entry.  FIXED8: every key is the 8-byte prefix word, entries
+ * never have suffixes (today's trees, byte for byte).  VAR: keys of 1 to
+ * dm_tree_key_max(node_size) bytes, memcomparable and prefix-free, in VAR
+ * nodes; sorted leaves only, never offloaded.
+ */
+#define DM_KEY_FIXED8		0
+#define DM_KEY_VAR			1
+
 typedef struct dm_tree_opts
 {
 	uint32_t	node_size;		/* 0 = 1024 */
 	int			leaf_format;	/* DM_LEAF_*; 0 = sorted */
 	int			neighborhood;	/* hopscotch: H, 2..16; 0 = 8 */
+	int			key_format;		/* DM_KEY_*; 0 = FIXED8 (VAR: leaf_format must be sorted) */
 	/*
 	 * M: a subtree rooted at level M lives on one memnode (so an offloaded
 	 * traversal never leaves it).  Bulk load spreads the level-M subtrees
@@ -259,6 +270,8 @@ extern uint32_t dm_tree_node_size(const dm_tree *t);
 extern uint32_t dm_tree_key_max(uint32_t node_size);
 /* DM_LEAF_*, and for hopscotch leaves the neighbourhood (*neighborhood may be NULL; 0 for sorted). */
 extern int	dm_tree_leaf_format(const dm_tree *t, int *neighborhood);
+/* DM_KEY_FIXED8 or DM_KEY_VAR. */
+extern int	dm_tree_key_format(const dm_tree *t);
 /*
  * The neighbourhoods dm_tree_create_new accepts for hopscotch leaves of
  * node_size bytes: DM_TREE_HOP_H_MIN up to this (at most DM_TREE_HOP_H_MAX,
@@ -340,14 +353,20 @@ typedef struct dm_range
 } dm_range;
 
 extern int	dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out);
-/* 1 = *e is the next entry, 0 = end of range, else -dm_status. */
+/*
+ * 1 = *e is the next entry, 0 = end of range, else -dm_status.  e's suffix
+ * (VAR trees) points into the iterator's leaf copy: valid until the next
+ * dm_iter_next or dm_iter_close (copy it to keep it).  The suffixes of the
+ * range's bounds are borrowed for as long as the iterator is open.
+ */
 extern int	dm_iter_next(dm_iter *it, dm_entry *e);
 extern void dm_iter_close(dm_iter *it);
 /*
  * The far fence of the leaf copy the iterator holds (the high fence going
  * forward, the low fence going backward): every entry it can still return
  * without reading remote memory again lies between its last returned entry
- * and this bound.  0 when it holds nothing (the range is done).
+ * and this bound.  0 when it holds nothing (the range is done).  Its
+ * suffix points into the leaf copy, as dm_iter_next's entries do.
  */
 extern int	dm_iter_copy_bound(const dm_iter *it, dm_entry *bound);
 

@@ -58,15 +58,16 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 		rc = dm_tree_fail(t, DM_ERR_CORRUPT, "tree would grow past %d levels", DM_TREE_MAX_LEVELS);
 		goto out;
 	}
-	dm_node_init(nb, t->node_size, level + 1, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
+	(void) dm_tree_node_init(t, nb, level + 1, DM_ENTRY_MIN, DM_ENTRY_INF);	/* no suffixes: fits */
 	memcpy(cur, rootbuf, t->node_size);
 	/* appended as found: a separator's suffix is copied before cur is read over */
 	dm_node_append(nb, (dm_item) {DM_ENTRY_MIN, root});
 	n++;
 	while ((next = NODE_HDR(cur)->right) != 0)
 	{
-		dm_entry	prev_high = dm_node_high(cur);
+		dm_owned_entry prev_high;	/* owned: cur is read over next */
 
+		dm_entry_own(&prev_high, dm_node_high(cur));
 		if (n == t->inner_cap)
 		{
 			dm_gaddr	now;
@@ -93,7 +94,7 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 		if ((rc = dm_node_read(t, next, cur)) != DM_OK)
 			goto out;
 		if (NODE_HDR(cur)->level != level || (NODE_HDR(cur)->flags & DM_NODE_DEAD) ||
-			dm_entry_cmp(dm_node_low(cur), prev_high) != 0)
+			dm_entry_cmp(dm_node_low(cur), prev_high.e) != 0)
 		{
 			rc = dm_tree_fail(t, DM_ERR_CORRUPT, "sibling chain at level %d broken at node 0x%llx",
 							  level, (unsigned long long) next);
@@ -199,8 +200,10 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 		dm_gaddr	stale_suspect = 0;
 		/* reached by a right link from a copy whose high fence was came_high */
 		int			via_right = 0;
-		dm_entry	came_high = DM_ENTRY_MIN;
+		/* owned: buf is read over by the right sibling it is compared with */
+		dm_owned_entry came_high;
 
+		came_high.e = DM_ENTRY_MIN;
 		if (restarts > 0 && t->exec_active)
 			return dm_tree_fail(t, DM_ERR_FALLBACK, "the start node no longer covers the entry");
 		if (restarts > 0)
@@ -260,7 +263,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			 * finishes the unlink).
 			 */
 			int			empty_range = via_right && no_read != DM_DESCEND_WRITER && level == 0 && h->level == 0 &&
-				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(low, came_high) == 0;
+				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(low, came_high.e) == 0;
 
 			if (((h->flags & DM_NODE_DEAD) && !empty_range) || left_of_low || h->level < level ||
 				(t->exec_active && addr == t->exec_start &&
@@ -283,7 +286,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 				}
 				if (t->exec_active && (rc = dm_tree_exec_check(t, right, "right sibling")) != DM_OK)
 					return rc;
-				came_high = high;
+				dm_entry_own(&came_high, high);
 				via_right = 1;
 				if ((rc = dm_node_fetch(t, right, h->level, DM_FETCH_CTX_NONE, buf, &frame)) != DM_OK)
 					return rc;

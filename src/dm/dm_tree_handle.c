@@ -108,6 +108,10 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 		 (o.neighborhood < DM_HOP_H_MIN || o.neighborhood > DM_HOP_H_MAX ||
 		  (uint32_t) o.neighborhood > (uint32_t) dm_hop_nb(o.node_size))))
 		return DM_ERR_INVALID;
+	/* hopscotch leaves hash the 64-bit key: FIXED8 only (§5.2) */
+	if ((o.key_format != DM_KEY_FIXED8 && o.key_format != DM_KEY_VAR) ||
+		(o.key_format == DM_KEY_VAR && o.leaf_format != DM_LEAF_SORTED))
+		return DM_ERR_INVALID;
 	if (!valid_node_size(o.node_size) || o.placement_level < 0 || o.placement_level > 8 ||
 		o.nmemnodes < 0 || o.nmemnodes > DM_TREE_MAX_MEMNODES || o.lock_timeout_ms < 0)
 		return DM_ERR_INVALID;
@@ -125,6 +129,7 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 		return rc;
 	set_geometry(t, o.node_size);
 	t->leaf_hop = o.leaf_format == DM_LEAF_HOPSCOTCH ? o.neighborhood : 0;
+	t->key_var = o.key_format == DM_KEY_VAR;
 	t->placement_level = o.placement_level;
 	t->nmemnodes = o.nmemnodes;
 	memcpy(t->memnodes, o.memnodes, sizeof(t->memnodes));
@@ -141,7 +146,7 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 	/* metadata first, root last: a reader that sees a root sees valid metadata */
 	memset(meta, 0, sizeof(meta));
 	meta[1] = (DM_TREE_META_MAGIC << 32) |
-		((uint64_t) (t->leaf_hop ? DM_TREE_FORMAT_HOP : DM_TREE_FORMAT) << 16) |
+		((uint64_t) (t->leaf_hop ? DM_TREE_FORMAT_HOP : t->key_var ? DM_TREE_FORMAT_VAR : DM_TREE_FORMAT) << 16) |
 		((uint64_t) __builtin_ctz(o.node_size) << 8) | (uint64_t) o.placement_level;
 	/* low half: number of memnodes; high half: the lock takeover timeout */
 	meta[2] = (uint64_t) o.nmemnodes | ((uint64_t) t->lock_timeout_ms << 32);
@@ -165,7 +170,7 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 		rc = DM_ERR_NOMEM;
 		goto fail_drop;
 	}
-	dm_node_init(buf, t->node_size, 0, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
+	(void) dm_tree_node_init(t, buf, 0, DM_ENTRY_MIN, DM_ENTRY_INF);	/* fences without suffixes: fits */
 	if (t->leaf_hop)
 		dm_hop_init(buf, t->leaf_hop);
 	dm_node_seal(buf);
@@ -215,11 +220,11 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 	format = (uint32_t) (words[1] >> 16) & 0xFFFF;
 	leaf = words[DM_META_LEAF];
 	if ((words[1] >> 32) != DM_TREE_META_MAGIC ||
-		(format == DM_TREE_FORMAT && leaf != 0) ||
+		((format == DM_TREE_FORMAT || format == DM_TREE_FORMAT_VAR) && leaf != 0) ||
 		(format == DM_TREE_FORMAT_HOP &&
 		 ((leaf & 0xFF) != DM_LEAF_HOPSCOTCH || (leaf >> 16) != 0 || ((leaf >> 8) & 0xFF) < DM_HOP_H_MIN ||
 		  ((leaf >> 8) & 0xFF) > DM_HOP_H_MAX)) ||
-		(format != DM_TREE_FORMAT && format != DM_TREE_FORMAT_HOP) ||
+		(format != DM_TREE_FORMAT && format != DM_TREE_FORMAT_HOP && format != DM_TREE_FORMAT_VAR) ||
 		size_log2 < 8 || size_log2 > 12 || (words[2] & 0xFFFFFFFF) == 0 ||
 		(words[2] & 0xFFFFFFFF) > DM_TREE_MAX_MEMNODES || words[0] == 0)
 	{
@@ -228,6 +233,7 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 	}
 	set_geometry(t, 1u << size_log2);
 	t->leaf_hop = format == DM_TREE_FORMAT_HOP ? (int) ((leaf >> 8) & 0xFF) : 0;
+	t->key_var = format == DM_TREE_FORMAT_VAR;
 	if (t->leaf_hop > t->leaf_cap)
 	{
 		free(t);
@@ -304,6 +310,12 @@ uint32_t
 dm_tree_node_size(const dm_tree *t)
 {
 	return t->node_size;
+}
+
+int
+dm_tree_key_format(const dm_tree *t)
+{
+	return t->key_var ? DM_KEY_VAR : DM_KEY_FIXED8;
 }
 
 int

@@ -18,6 +18,7 @@
 #define DM_TREE_META_MAGIC UINT64_C(0x444D5452)	/* "DMTR" */
 #define DM_TREE_FORMAT 1
 #define DM_TREE_FORMAT_HOP 2	/* leaves are hopscotch leaves (meta word 14): older builds refuse */
+#define DM_TREE_FORMAT_VAR 3	/* key format VAR: VAR nodes (§5.2), which older builds cannot read */
 #define DM_TREE_MAX_LEVELS 16
 
 /*
@@ -54,6 +55,7 @@ struct dm_tree
 	uint32_t	node_size;
 	int			leaf_cap;
 	int			leaf_hop;		/* new leaves are hopscotch leaves with this neighbourhood; 0 = sorted */
+	int			key_var;		/* key format VAR: every node is a VAR node (dm_node_var.h) */
 	int			inner_cap;
 	int			placement_level;	/* M */
 	int			nmemnodes;
@@ -505,6 +507,54 @@ static inline dm_entry
 dm_tree_leaf_bound(dm_entry last, dm_entry first)
 {
 	return last.key < first.key ? dm_entry_make(first.key, 0) : first;
+}
+
+/*
+ * The fence between two neighbouring leaves of the tree (split, bulk
+ * load): dm_tree_leaf_bound in FIXED8 trees; in VAR trees the truncated
+ * separator (dm_var_separator, DESIGN.md §5.2), whose suffix points into
+ * first's.
+ */
+static inline dm_entry
+dm_tree_split_bound(const dm_tree *t, dm_entry last, dm_entry first)
+{
+	return t->key_var ? dm_var_separator(last, first) : dm_tree_leaf_bound(last, first);
+}
+
+/*
+ * An empty node of the tree's key format with these fences (a VAR node
+ * copies their suffixes).  DM_ERR_TOOBIG only if a VAR node's fences do not
+ * fit, which keys within dm_tree_key_max never cause.
+ */
+static inline int
+dm_tree_node_init(const dm_tree *t, void *buf, int level, dm_entry low, dm_entry high)
+{
+	if (t->key_var)
+		return dm_var_init(buf, t->node_size, level, t->info.tree_id, low, high);
+	dm_node_init(buf, t->node_size, level, t->info.tree_id, low, high);
+	return DM_OK;
+}
+
+/*
+ * An entry with its suffix copied into storage of its own: what code keeps
+ * across a read into the buffer the entry came from (the descent's high
+ * fence of the node it left, root growth's previous high fence).
+ */
+typedef struct dm_owned_entry
+{
+	dm_entry	e;
+	uint8_t		sfx[DM_VAR_SFX_MAX];
+} dm_owned_entry;
+
+static inline void
+dm_entry_own(dm_owned_entry *o, dm_entry e)
+{
+	o->e = e;
+	if (e.sfx_len != 0)
+	{
+		memcpy(o->sfx, e.sfx, e.sfx_len);
+		o->e.sfx = o->sfx;
+	}
 }
 
 /* dm_tree_hot.c: the hotspot buffer */

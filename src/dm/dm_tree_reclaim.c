@@ -267,9 +267,12 @@ dm_tree_reclaim(dm_tree *t, dm_reclaim_result *res)
 	for (;;)
 	{
 		dm_node_hdr *ph = NODE_HDR(pbuf);
-		dm_entry	high = dm_node_high(pbuf);
+		dm_owned_entry high_own;	/* owned: pbuf is read over by unlink_leaf */
+		dm_entry	high;
 		int			n = ph->count;
 
+		dm_entry_own(&high_own, dm_node_high(pbuf));
+		high = high_own.e;
 		res->parents++;
 		for (int i = 0; i < n; i++)
 			addrs[i] = dm_node_child(pbuf, i);

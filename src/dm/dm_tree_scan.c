@@ -36,7 +36,24 @@ struct dm_iter
 	int			have_last;
 	dm_entry	last;			/* last entry returned */
 	int			done;
+	/*
+	 * VAR trees: where last's suffix is kept once the leaf it points into
+	 * is read over (iter_keep_last); DM_VAR_SFX_MAX bytes, NULL in FIXED8
+	 * trees (their entries have no suffixes).
+	 */
+	uint8_t    *last_sfx;
 };
+
+/* Before it->buf is read over: last's suffix into the iterator's own storage. */
+static inline void
+iter_keep_last(dm_iter *it)
+{
+	if (it->have_last && it->last.sfx_len != 0 && it->last.sfx != it->last_sfx)
+	{
+		memcpy(it->last_sfx, it->last.sfx, it->last.sfx_len);
+		it->last.sfx = it->last_sfx;
+	}
+}
 
 /*
  * An entry of the iterator (a bound, its last entry) as the comparisons
@@ -104,8 +121,10 @@ dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
 	if (it == NULL)
 		return DM_ERR_NOMEM;
 	*it = (dm_iter) {.t = t, .r = *r};
-	if ((it->buf = aligned_alloc(8, t->node_size)) == NULL)
+	if ((it->buf = aligned_alloc(8, t->node_size)) == NULL ||
+		(t->key_var && (it->last_sfx = malloc(DM_VAR_SFX_MAX)) == NULL))
 	{
+		free(it->buf);
 		free(it);
 		return DM_ERR_NOMEM;
 	}
@@ -135,6 +154,7 @@ dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
 	return DM_OK;
 fail:
 	free(it->buf);
+	free(it->last_sfx);
 	free(it);
 	return rc;
 }
@@ -145,6 +165,7 @@ dm_iter_close(dm_iter *it)
 	if (it == NULL)
 		return;
 	free(it->buf);
+	free(it->last_sfx);
 	free(it);
 }
 
@@ -153,9 +174,14 @@ static int
 step_right(dm_iter *it)
 {
 	dm_tree    *t = it->t;
-	dm_entry	high = dm_node_high(it->buf);
+	dm_owned_entry high_own;	/* it->buf is read over */
+	dm_entry	high;
 	dm_gaddr	right = NODE_HDR(it->buf)->right;
 	int			rc;
+
+	dm_entry_own(&high_own, dm_node_high(it->buf));
+	high = high_own.e;
+	iter_keep_last(it);
 
 	if (right == 0)
 		return dm_tree_fail(t, DM_ERR_CORRUPT, "leaf at 0x%llx has a high fence but no right sibling",
@@ -185,9 +211,14 @@ static int
 step_left(dm_iter *it)
 {
 	dm_tree    *t = it->t;
-	dm_entry	low = dm_node_low(it->buf);
+	dm_owned_entry low_own;		/* it->buf is read over */
+	dm_entry	low;
 	dm_gaddr	addr = NODE_HDR(it->buf)->left;
 	int			rc;
+
+	dm_entry_own(&low_own, dm_node_low(it->buf));
+	low = low_own.e;
+	iter_keep_last(it);
 
 	if (addr != 0)
 	{

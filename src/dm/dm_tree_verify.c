@@ -97,6 +97,9 @@ check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
 	}
 	if (h->level != level)
 		return problem(w, "node 0x%llx is at level %d, expected %d", (unsigned long long) addr, h->level, level);
+	if (dm_node_is_var(buf) != w->t->key_var)
+		return problem(w, "node 0x%llx is a %s node in a %s tree", (unsigned long long) addr,
+					   dm_node_is_var(buf) ? "VAR" : "FIXED8", w->t->key_var ? "VAR" : "FIXED8");
 	if (h->flags & DM_NODE_DEAD)
 		return problem(w, "node 0x%llx is marked dead but still linked", (unsigned long long) addr);
 	if (dm_entry_cmp(dm_node_low(buf), dm_node_high(buf)) >= 0)
@@ -113,6 +116,17 @@ check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
 
 			if (dm_entry_cmp(p, e) >= 0)
 				return problem(w, "node 0x%llx: entries %d and %d out of order", (unsigned long long) addr, i - 1, i);
+			/*
+			 * A VAR tree's keys are prefix-free (DESIGN.md §5.2): with the
+			 * same prefix word, the first key's suffix may not be a proper
+			 * prefix of the next one's (whose first 8 bytes then hold all
+			 * of the first key).  Keys of at most 8 bytes are zero-padded:
+			 * whether one is a prefix of another cannot be seen here.
+			 */
+			if (level == 0 && p.key == e.key && p.sfx_len < e.sfx_len &&
+				(p.sfx_len == 0 || memcmp(p.sfx, e.sfx, p.sfx_len) == 0))
+				return problem(w, "node 0x%llx: the key of entry %d is a proper prefix of entry %d's",
+							   (unsigned long long) addr, i - 1, i);
 		}
 		if (!dm_node_covers(buf, e) || dm_entry_cmp(e, DM_ENTRY_INF) == 0)
 			return problem(w, "node 0x%llx: entry %d outside its fences", (unsigned long long) addr, i);
@@ -146,11 +160,26 @@ run_walk(walk *w)
 	dm_gaddr   *cur = NULL, *next = NULL;
 	uint16_t   *cur_home = NULL, *next_home = NULL;
 	dm_entry   *cur_sep = NULL, *next_sep = NULL;	/* the separator each parent lists */
+	/*
+	 * Their suffixes (VAR trees), copied: the parents' images are read over
+	 * (a followed half-split) and freed before their children are checked.
+	 * next_sep[k].sfx is set from next_soff[k] once the level is done (the
+	 * arena moves as it grows).
+	 */
+	uint8_t    *cur_arena = NULL, *next_arena = NULL;
+	size_t	   *next_soff = NULL;
+	size_t		next_alen = 0, next_acap = 0;
+	dm_owned_entry *expect_low = malloc(sizeof(dm_owned_entry));
 	size_t		ncur = 0, nnext = 0, capnext = 0;
 	int			rc, height;
 
-	if (!rootbuf || !extra)
+	if (!rootbuf || !extra || !expect_low)
+	{
+		free(rootbuf);
+		free(extra);
+		free(expect_low);
 		return DM_ERR_NOMEM;
+	}
 	if ((rc = dm_tree_read_root(t, &root)) != DM_OK || (rc = dm_node_read(t, root, rootbuf)) != DM_OK)
 		goto out;
 	height = NODE_HDR(rootbuf)->level + 1;
@@ -185,8 +214,10 @@ run_walk(walk *w)
 
 	for (int level = height - 1; level >= 0; level--)
 	{
-		dm_entry	expect_low = DM_ENTRY_MIN;
 		dm_gaddr	prev_addr = 0;
+
+		expect_low->e = DM_ENTRY_MIN;
+		next_alen = 0;
 
 		free(bufs);
 		if ((bufs = aligned_alloc(8, ncur * ns)) == NULL)
@@ -223,7 +254,7 @@ run_walk(walk *w)
 				 */
 				int			half_dead = followed && level == 0 && h->level == 0 &&
 					(h->flags & DM_NODE_DEAD) && h->count == 0 &&
-					dm_entry_cmp(dm_node_low(buf), expect_low) == 0 &&
+					dm_entry_cmp(dm_node_low(buf), expect_low->e) == 0 &&
 					dm_entry_cmp(dm_node_low(buf), dm_node_high(buf)) < 0;
 
 				if ((rc = note_seen(w, addr)) != DM_OK)
@@ -244,7 +275,7 @@ run_walk(walk *w)
 								 (unsigned long long) addr, level, dm_gaddr_node(addr), t->placement_level, home);
 					goto out;
 				}
-				if (dm_entry_cmp(dm_node_low(buf), expect_low) != 0)
+				if (dm_entry_cmp(dm_node_low(buf), expect_low->e) != 0)
 				{
 					rc = problem(w, "node 0x%llx: low fence does not equal the previous node's high fence",
 								 (unsigned long long) addr);
@@ -273,7 +304,8 @@ run_walk(walk *w)
 						next = realloc(next, capnext * sizeof(*next));
 						next_home = realloc(next_home, capnext * sizeof(*next_home));
 						next_sep = realloc(next_sep, capnext * sizeof(*next_sep));
-						if (!next || !next_home || !next_sep)
+						next_soff = realloc(next_soff, capnext * sizeof(*next_soff));
+						if (!next || !next_home || !next_sep || !next_soff)
 						{
 							rc = DM_ERR_NOMEM;
 							goto out;
@@ -281,10 +313,26 @@ run_walk(walk *w)
 					}
 					next[nnext] = dm_node_child(buf, c);
 					next_sep[nnext] = dm_node_sep(buf, c);
+					next_soff[nnext] = next_alen;
+					if (next_sep[nnext].sfx_len != 0)
+					{
+						if (next_alen + next_sep[nnext].sfx_len > next_acap)
+						{
+							next_acap = (next_alen + next_sep[nnext].sfx_len) * 2;
+							if ((next_arena = realloc(next_arena, next_acap)) == NULL)
+							{
+								rc = DM_ERR_NOMEM;
+								goto out;
+							}
+						}
+						memcpy(next_arena + next_alen, next_sep[nnext].sfx, next_sep[nnext].sfx_len);
+						next_alen += next_sep[nnext].sfx_len;
+					}
 					next_home[nnext] = level > t->placement_level ? dm_gaddr_node(next[nnext]) : home;
 					nnext++;
 				}
-				expect_low = dm_node_high(buf);
+				/* owned: buf may be read over by the next node of the chain */
+				dm_entry_own(expect_low, dm_node_high(buf));
 				prev_addr = addr;
 				/* does the chain reach the next listed node directly? */
 				if (i + 1 < ncur ? h->right == cur[i + 1] : h->right == 0)
@@ -303,11 +351,19 @@ run_walk(walk *w)
 				memcpy(buf, extra, ns);
 			}
 		}
-		if (dm_entry_cmp(expect_low, DM_ENTRY_INF) != 0)
+		if (dm_entry_cmp(expect_low->e, DM_ENTRY_INF) != 0)
 		{
 			rc = problem(w, "level %d does not end with an infinite high fence", level);
 			goto out;
 		}
+		/* the separators' suffixes now point into the arena, which the next level keeps */
+		for (size_t k = 0; k < nnext; k++)
+			if (next_sep[k].sfx_len != 0)
+				next_sep[k].sfx = next_arena + next_soff[k];
+		free(cur_arena);
+		cur_arena = next_arena;
+		next_arena = NULL;
+		next_acap = 0;
 		/* children must sit exactly one level below; check_node does it next round */
 		free(cur);
 		free(cur_home);
@@ -332,6 +388,10 @@ out:
 	free(next);
 	free(next_home);
 	free(next_sep);
+	free(next_soff);
+	free(cur_arena);
+	free(next_arena);
+	free(expect_low);
 	return rc;
 }
 

@@ -1,0 +1,449 @@
+/*
+ * test_tree_var.c — trees of key format VAR (DESIGN.md §5.2, issue 16 step
+ * 2) against a model: the key format as a tree option (kept in the catalog,
+ * refused with hopscotch leaves), the entries each format accepts, and
+ * random inserts, re-inserts, deletes, point checks and range scans in both
+ * directions on trees whose nodes split by bytes with truncated separators,
+ * compared entry by entry with a sorted model, dm_tree_verify after each
+ * phase.
+ *
+ * Keys are prefix-free byte strings, as the access method's encoding makes
+ * them: bytes 1..255 then a terminating 0, 2 to key_max bytes; a third of
+ * them share one of four 8-byte prefixes (so their order is decided by the
+ * suffix), some are shorter than 8 bytes (no suffix), some exactly
+ * key_max.  Some keys get several tids.  Node sizes 256 (key_max 32: many
+ * levels) and 1024.  TREE_SEED picks the stream (default 1).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dm_client.h"
+#include "dm_tree.h"
+#include "testutil.h"
+
+#define KEY_CAP 1024
+
+typedef struct ment
+{
+	uint8_t		k[KEY_CAP];
+	uint32_t	len;
+	uint64_t	tid;
+	int			present;
+} ment;
+
+static uint64_t rng;
+static memnode_proc mn;
+
+static uint64_t
+rnd_below(uint64_t n)
+{
+	return xorshift64s(&rng) % n;
+}
+
+static dm_entry
+ment_entry(const ment *m)
+{
+	return dm_entry_from_bytes(m->k, m->len, m->tid);
+}
+
+static int
+cmp_ment(const void *a, const void *b)
+{
+	return dm_entry_cmp(ment_entry(a), ment_entry(b));
+}
+
+/* A prefix-free key of 2..kmax bytes: bytes 1..255, then 0. */
+static void
+make_key(ment *m, uint32_t kmax)
+{
+	static const uint8_t shared[4][8] = {
+		{'a', 'l', 'i', 'c', 'e', '@', 'e', 'x'},
+		{'a', 'l', 'i', 'c', 'e', '@', 'e', 'y'},
+		{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
+		{1, 1, 1, 1, 1, 1, 1, 1},
+	};
+	uint32_t	len,
+				i = 0;
+	uint64_t	shape = rnd_below(10);
+
+	if (shape < 3)
+	{
+		/* a shared 8-byte prefix, the rest decides */
+		memcpy(m->k, shared[rnd_below(4)], 8);
+		i = 8;
+		len = 9 + (uint32_t) rnd_below(kmax - 8);
+	}
+	else if (shape < 5)
+		len = 2 + (uint32_t) rnd_below(7);	/* at most 8 bytes: no suffix */
+	else if (shape < 6)
+		len = kmax;
+	else
+		len = 2 + (uint32_t) rnd_below(kmax - 1);
+	for (; i + 1 < len; i++)
+		m->k[i] = (uint8_t) (1 + rnd_below(shape == 9 ? 3 : 255));
+	m->k[len - 1] = 0;
+	m->len = len;
+}
+
+static dm_client *
+connect_client(void)
+{
+	return test_client_connect(DM_BACKEND_SHM, 0, 30000, "test_tree_var", mn.addr, NULL);
+}
+
+/* The model's present entries in order, count in *n. */
+static ment **
+present_sorted(ment *model, int nm, int *n)
+{
+	ment	  **out = malloc(sizeof(ment *) * (size_t) (nm ? nm : 1));
+	int			k = 0;
+
+	qsort(model, (size_t) nm, sizeof(ment), cmp_ment);
+	for (int i = 0; i < nm; i++)
+		if (model[i].present)
+			out[k++] = &model[i];
+	*n = k;
+	return out;
+}
+
+/*
+ * Scan r and compare with the model's entries in range, in the scan's
+ * direction.  Returns 1 if equal, else 0 with why.
+ */
+static int
+scan_matches(dm_tree *t, const dm_range *r, ment **p, int np, char *why, size_t whylen)
+{
+	dm_iter    *it = NULL;
+	dm_entry	e;
+	int			st,
+				got = 0,
+				want = 0,
+				ok = 1;
+	int			idx[np ? np : 1];
+
+	for (int i = 0; i < np; i++)
+	{
+		dm_entry	m = ment_entry(p[i]);
+		int			c1 = dm_entry_cmp(m, r->lo),
+					c2 = dm_entry_cmp(m, r->hi);
+
+		if ((c1 > 0 || (c1 == 0 && r->lo_incl)) && (c2 < 0 || (c2 == 0 && r->hi_incl)))
+			idx[want++] = i;
+	}
+	if ((st = dm_iter_open(t, r, &it)) != DM_OK)
+	{
+		snprintf(why, whylen, "dm_iter_open: %s", dm_strerror(st));
+		return 0;
+	}
+	while ((st = dm_iter_next(it, &e)) == 1)
+	{
+		if (got >= want)
+		{
+			snprintf(why, whylen, "more entries than the model's %d", want);
+			ok = 0;
+			break;
+		}
+		{
+			const ment *m = p[idx[r->backward ? want - 1 - got : got]];
+
+			if (dm_entry_cmp(e, ment_entry(m)) != 0 || e.tid != m->tid)
+			{
+				snprintf(why, whylen, "entry %d differs from the model's (tid %" PRIu64 " vs %" PRIu64 ", %u vs %u bytes)",
+						 got, e.tid, m->tid, 8 + e.sfx_len, m->len);
+				ok = 0;
+				break;
+			}
+		}
+		got++;
+	}
+	if (ok && st != 0)
+	{
+		snprintf(why, whylen, "dm_iter_next: %s", dm_strerror(-st));
+		ok = 0;
+	}
+	if (ok && got != want)
+	{
+		snprintf(why, whylen, "%d entries, model %d", got, want);
+		ok = 0;
+	}
+	dm_iter_close(it);
+	return ok;
+}
+
+/* Verify, full scans both ways, 100 random ranges, 200 point checks. */
+static void
+check_all(dm_tree *t, ment *model, int nm, const char *phase)
+{
+	int			np;
+	ment	  **p = present_sorted(model, nm, &np);
+	uint64_t	entries = 0;
+	char		msg[400] = "";
+	int			st,
+				bad = 0;
+
+	st = dm_tree_verify(t, &entries, msg, sizeof(msg));
+	CHECK(st == DM_OK && entries == (uint64_t) np, "%s: verify (%s), %" PRIu64 " entries, model %d",
+		  phase, st == DM_OK ? "ok" : msg, entries, np);
+	for (int dir = 0; dir < 2; dir++)
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, dir};
+
+		int			same = scan_matches(t, &r, p, np, msg, sizeof(msg));
+
+		CHECK(same, "%s: full scan %s equals the model%s%s", phase, dir ? "backward" : "forward",
+			  same ? "" : ": ", same ? "" : msg);
+	}
+	for (int i = 0; i < 100 && np > 0; i++)
+	{
+		const ment *a = p[rnd_below((uint64_t) np)],
+				   *b = p[rnd_below((uint64_t) np)];
+		dm_range	r;
+
+		if (cmp_ment(a, b) > 0)
+		{
+			const ment *x = a;
+
+			a = b;
+			b = x;
+		}
+		r.lo = ment_entry(a);
+		r.hi = ment_entry(b);
+		/* by key (all tids) or by entry, bounds in or out */
+		if (rnd_below(2))
+		{
+			r.lo.tid = 0;
+			r.hi.tid = DM_TID_MAX;
+		}
+		r.lo_incl = (int) rnd_below(2);
+		r.hi_incl = (int) rnd_below(2);
+		r.backward = (int) rnd_below(2);
+		if (!scan_matches(t, &r, p, np, msg, sizeof(msg)) && bad++ == 0)
+			tap_diag("%s: range %d: %s", phase, i, msg);
+	}
+	CHECK(bad == 0, "%s: 100 random ranges, both directions, equal the model (%d differ)", phase, bad);
+	bad = 0;
+	for (int i = 0; i < 200 && nm > 0; i++)
+	{
+		const ment *m = &model[rnd_below((uint64_t) nm)];
+		int			found = -1;
+
+		if (dm_tree_contains(t, ment_entry(m), &found) != DM_OK || found != m->present)
+			bad++;
+	}
+	CHECK(bad == 0, "%s: contains agrees with the model for 200 entries (%d differ)", phase, bad);
+	free(p);
+}
+
+static void
+run_size(dm_client *c, uint32_t ns, int nkeys)
+{
+	uint32_t	kmax = dm_tree_key_max(ns);
+	dm_tree_name tn;
+	dm_tree_opts opts;
+	dm_tree    *t = NULL,
+			   *t2 = NULL;
+	dm_tree_stats st;
+	dm_bulk    *b = NULL;
+	int			nm = 0,
+				bad = 0,
+				existed;
+	ment	   *model = calloc((size_t) nkeys * 3, sizeof(ment));
+	char		name[64];
+
+	snprintf(name, sizeof(name), "var-%u", ns);
+	dm_tree_name_named(&tn, name);
+	memset(&opts, 0, sizeof(opts));
+	opts.node_size = ns;
+	opts.key_format = DM_KEY_VAR;
+	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "ns=%u: create a VAR tree", ns))
+		return;
+	CHECK(dm_tree_key_format(t) == DM_KEY_VAR, "ns=%u: its key format is VAR", ns);
+
+	/* entries a VAR tree refuses */
+	{
+		uint8_t		k[KEY_CAP];
+
+		memset(k, 7, sizeof(k));
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(k, kmax + 1, 1), &existed), DM_ERR_INVALID,
+					 "ns=%u: a key of key_max + 1 = %u bytes is refused", ns, kmax + 1);
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_null(1), &existed), DM_ERR_INVALID,
+					 "ns=%u: a NULL-marked entry is refused (VAR trees get NULLs as bytes)", ns);
+		CHECK_STATUS(dm_tree_bulk_begin(t, 90, &b), DM_ERR_INVALID,
+					 "ns=%u: bulk load of a VAR tree is refused (not built yet)", ns);
+	}
+
+	/* random inserts: keys with 1..3 tids, a tenth inserted twice */
+	for (int i = 0; i < nkeys; i++)
+	{
+		int			ntid = rnd_below(5) == 0 ? 1 + (int) rnd_below(3) : 1;
+
+		make_key(&model[nm], kmax);
+		for (int j = 0; j < ntid; j++)
+		{
+			if (j > 0)
+				model[nm] = model[nm - 1];
+			model[nm].tid = 1 + rnd_below(1u << 30);
+			model[nm].present = 1;
+			nm++;
+		}
+	}
+	/* a key drawn twice with one tid is one entry: drop the later copy */
+	qsort(model, (size_t) nm, sizeof(ment), cmp_ment);
+	{
+		int			w = 0;
+
+		for (int i = 0; i < nm; i++)
+			if (w == 0 || cmp_ment(&model[w - 1], &model[i]) != 0)
+				model[w++] = model[i];
+		nm = w;
+	}
+	/* insert in a random order */
+	{
+		int		   *ord = malloc(sizeof(int) * (size_t) nm);
+
+		for (int i = 0; i < nm; i++)
+			ord[i] = i;
+		for (int i = nm - 1; i > 0; i--)
+		{
+			int			j = (int) rnd_below((uint64_t) i + 1),
+						x = ord[i];
+
+			ord[i] = ord[j];
+			ord[j] = x;
+		}
+		for (int i = 0; i < nm; i++)
+		{
+			int			rc = dm_tree_insert(t, ment_entry(&model[ord[i]]), &existed);
+
+			if ((rc != DM_OK || existed) && bad++ == 0)
+				tap_diag("insert %d: %s, existed %d (%s)", i, dm_strerror(rc), existed, dm_tree_error(t));
+			if (i % 10 == 0)
+			{
+				rc = dm_tree_insert(t, ment_entry(&model[ord[i / 2]]), &existed);
+				if ((rc != DM_OK || !existed) && bad++ == 0)
+					tap_diag("re-insert %d: %s, existed %d", i / 2, dm_strerror(rc), existed);
+			}
+		}
+		free(ord);
+	}
+	CHECK(bad == 0, "ns=%u: %d entries inserted in random order, re-inserts report existed (%d wrong)", ns, nm, bad);
+	{
+		int			rc = dm_tree_stats_get(t, &st);
+
+		CHECK(rc == DM_OK && st.height >= (ns == 256 ? 3 : 2), "ns=%u: the tree grew by splits (height %d, %s)",
+			  ns, st.height, dm_strerror(rc));
+	}
+	check_all(t, model, nm, ns == 256 ? "ns=256 after inserts" : "ns=1024 after inserts");
+
+	/* delete about a third, and some absent entries */
+	bad = 0;
+	for (int i = 0; i < nm; i++)
+	{
+		if (rnd_below(3) != 0)
+			continue;
+		{
+			int			rc = dm_tree_delete(t, ment_entry(&model[i]), &existed);
+
+			if ((rc != DM_OK || !existed) && bad++ == 0)
+				tap_diag("delete %d: %s, existed %d", i, dm_strerror(rc), existed);
+			model[i].present = 0;
+			rc = dm_tree_delete(t, ment_entry(&model[i]), &existed);
+			if ((rc != DM_OK || existed) && bad++ == 0)
+				tap_diag("delete %d again: %s, existed %d", i, dm_strerror(rc), existed);
+		}
+	}
+	CHECK(bad == 0, "ns=%u: deletes report existed once (%d wrong)", ns, bad);
+	check_all(t, model, nm, ns == 256 ? "ns=256 after deletes" : "ns=1024 after deletes");
+
+	/* the catalog keeps the format */
+	if (CHECK_STATUS(dm_tree_open_existing(c, 1, &tn, &t2), DM_OK, "ns=%u: reopen", ns))
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, 0};
+		int			np;
+		ment	  **p = present_sorted(model, nm, &np);
+		char		msg[300] = "";
+
+		CHECK(dm_tree_key_format(t2) == DM_KEY_VAR, "ns=%u: the reopened tree is VAR", ns);
+		int			same = scan_matches(t2, &r, p, np, msg, sizeof(msg));
+
+		CHECK(same, "ns=%u: the reopened tree scans as the model%s%s", ns, same ? "" : ": ", same ? "" : msg);
+		free(p);
+		dm_tree_close(t2);
+	}
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "ns=%u: destroy", ns);
+	free(model);
+}
+
+int
+main(void)
+{
+	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", NULL};
+	const char *s;
+	dm_client  *c;
+	dm_tree_name tn;
+	dm_tree_opts opts;
+	dm_tree    *t = NULL;
+	int			existed;
+	uint8_t		k[16] = "0123456789abcde";
+
+	rng = (s = getenv("TREE_SEED")) && *s ? strtoull(s, NULL, 10) | 1 : 1;
+	tap_diag("TREE_SEED=%" PRIu64, rng);
+	if (memnode_start(&mn, 0, args) != 0)
+	{
+		CHECK(0, "start a memnode");
+		return tap_done();
+	}
+	c = connect_client();
+	if (!CHECK(c != NULL, "client connected over shm"))
+		return tap_done();
+
+	/* the option: VAR refuses hopscotch leaves, unknown formats are refused */
+	dm_tree_name_named(&tn, "var-opts");
+	memset(&opts, 0, sizeof(opts));
+	opts.key_format = DM_KEY_VAR;
+	opts.leaf_format = DM_LEAF_HOPSCOTCH;
+	CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_ERR_INVALID, "VAR keys with hopscotch leaves are refused");
+	opts.leaf_format = DM_LEAF_SORTED;
+	opts.key_format = 2;
+	CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_ERR_INVALID, "an unknown key format is refused");
+
+	/* a FIXED8 tree refuses entries with suffixes */
+	opts.key_format = DM_KEY_FIXED8;
+	if (CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "create a FIXED8 tree"))
+	{
+		CHECK(dm_tree_key_format(t) == DM_KEY_FIXED8, "its key format is FIXED8");
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(k, 15, 1), &existed), DM_ERR_INVALID,
+					 "a FIXED8 tree refuses an entry with a suffix");
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(k, 8, 1), &existed), DM_OK,
+					 "and takes the 8-byte key");
+		CHECK_STATUS(dm_tree_destroy(t), DM_OK, "destroy it");
+	}
+
+	/* verify holds VAR trees to prefix-free keys: a key and its extension are reported */
+	dm_tree_name_named(&tn, "var-prefix");
+	opts.key_format = DM_KEY_VAR;
+	if (CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "create a VAR tree for the prefix check"))
+	{
+		const uint8_t a[] = "abcdefghij",
+					b[] = "abcdefghijk";
+		char		msg[300] = "";
+		uint64_t	n = 0;
+
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(a, 10, 1), &existed), DM_OK, "insert a 10-byte key");
+		CHECK_STATUS(dm_tree_verify(t, &n, msg, sizeof(msg)), DM_OK, "verify: one key is prefix-free");
+		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(b, 11, 1), &existed), DM_OK,
+					 "insert its 11-byte extension (the core does not check this at insert)");
+		CHECK(dm_tree_verify(t, &n, msg, sizeof(msg)) == DM_ERR_CORRUPT && strstr(msg, "proper prefix") != NULL,
+			  "verify reports a key that is a proper prefix of the next (%s)", msg);
+		CHECK_STATUS(dm_tree_destroy(t), DM_OK, "destroy it");
+	}
+
+	run_size(c, 256, 3000);
+	run_size(c, 1024, 6000);
+
+	dm_client_destroy(c);
+	memnode_stop(&mn, 15);
+	return tap_done();
+}
