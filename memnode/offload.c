@@ -260,7 +260,7 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 	*replen = 0;
 	if (tl_rep == NULL)
 	{
-		if ((tl_rep = malloc(sizeof(dm_rpc_off_rep) + DM_OFF_MAX_ENTRIES * sizeof(dm_entry))) == NULL)
+		if ((tl_rep = malloc(sizeof(dm_rpc_off_rep) + DM_OFF_MAX_ENTRIES * sizeof(dm_entry_wire))) == NULL)
 			return DM_ERR_NOMEM;
 		(void) pthread_once(&tl_key_once, make_key);
 		(void) pthread_setspecific(tl_key, tl_rep);	/* non-NULL: the destructor runs */
@@ -315,7 +315,7 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 		rc = DM_ERR_NOMEM;
 	else if ((rc = dm_tree_exec_open(c, ci->mns->region.node_id, &req, &t)) == DM_OK)
 	{
-		rc = dm_tree_exec_run(t, code, &req, orep, (dm_entry *) (tl_rep + sizeof(*orep)));
+		rc = dm_tree_exec_run(t, code, &req, orep, (dm_entry_wire *) (tl_rep + sizeof(*orep)));
 		if (rc != DM_OK && rc != DM_ERR_FALLBACK && rc != DM_ERR_FENCED)
 			mn_log(LOG_DEBUG, "offloaded request %u from %s failed: %s (%s)", code, ci->peer,
 				   dm_strerror(rc), dm_tree_exec_error(t));
@@ -330,7 +330,7 @@ mn_offload_rpc(const mn_conn_info *ci, mn_counters *ctr, uint32_t code, const ui
 	if (rc == DM_OK)
 	{
 		__atomic_add_fetch(&n_offloads, 1, __ATOMIC_RELAXED);
-		*replen = (uint32_t) (sizeof(*orep) + orep->count * sizeof(dm_entry));
+		*replen = (uint32_t) (sizeof(*orep) + orep->count * sizeof(dm_entry_wire));
 	}
 	else if (rc == DM_ERR_FALLBACK)
 		__atomic_add_fetch(&n_fallbacks, 1, __ATOMIC_RELAXED);

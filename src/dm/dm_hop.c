@@ -30,14 +30,14 @@ range_add(dm_hop_range *r, int b)
 
 /* Bucket b empty, keeping its own flag (the flag belongs to the bucket as a home). */
 static inline void
-set_empty(dm_entry *b)
+set_empty(dm_rawent *b)
 {
 	b->key = 0;
 	b->tid = DM_TID_NULL | (b->tid & DM_HOP_OVF);
 }
 
 static inline void
-set_entry(dm_entry *b, dm_entry e)
+set_entry(dm_rawent *b, dm_entry e)
 {
 	b->key = e.key;
 	b->tid = e.tid | (b->tid & DM_HOP_OVF);
@@ -47,7 +47,7 @@ void
 dm_hop_init(void *buf, int H)
 {
 	dm_node_hdr *h = NODE_HDR(buf);
-	dm_entry   *B = HOP_BUCKETS(buf);
+	dm_rawent  *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 
 	h->flags |= DM_NODE_HOP;
@@ -63,7 +63,7 @@ dm_hop_init(void *buf, int H)
 int
 dm_hop_find(const void *buf, dm_entry e)
 {
-	const dm_entry *B = HOP_BUCKETS(buf);
+	const dm_rawent *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 	int			H = NODE_HDR(buf)->hop_h;
 	int			home = dm_hop_home(e.key, nb, H);
@@ -80,7 +80,7 @@ dm_hop_find(const void *buf, dm_entry e)
 
 /* Whether every bucket of the neighbourhood at home holds an entry of key. */
 static int
-nbhd_all_key(const dm_entry *B, int home, int H, uint64_t key)
+nbhd_all_key(const dm_rawent *B, int home, int H, uint64_t key)
 {
 	for (int i = home; i < home + H; i++)
 		if (!dm_hop_used(&B[i]) || B[i].key != key)
@@ -92,7 +92,7 @@ int
 dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r)
 {
 	dm_node_hdr *h = NODE_HDR(buf);
-	dm_entry   *B = HOP_BUCKETS(buf);
+	dm_rawent  *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 	int			H = h->hop_h;
 	int			home = dm_hop_home(e.key, nb, H);
@@ -199,9 +199,9 @@ void
 dm_hop_build(void *buf, const dm_entry *ents, int n)
 {
 	dm_hop_range r = DM_HOP_RANGE_NONE;
-	hop_slot	order[DM_NODE_MAX / sizeof(dm_entry)];
-	int			left[DM_NODE_MAX / sizeof(dm_entry)];
-	dm_entry   *B = HOP_BUCKETS(buf);
+	hop_slot	order[DM_NODE_MAX / sizeof(dm_rawent)];
+	int			left[DM_NODE_MAX / sizeof(dm_rawent)];
+	dm_rawent  *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 	int			H = NODE_HDR(buf)->hop_h;
 	int			next = 0,
@@ -243,7 +243,7 @@ cmp_entry(const void *a, const void *b)
 int
 dm_hop_entries(const void *buf, dm_entry *out)
 {
-	const dm_entry *B = HOP_BUCKETS(buf);
+	const dm_rawent *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 	int			n = 0;
 
@@ -257,13 +257,14 @@ dm_hop_entries(const void *buf, dm_entry *out)
 void
 dm_hop_sorted_view(void *buf)
 {
-	dm_entry	tmp[DM_NODE_MAX / sizeof(dm_entry)];
+	dm_entry	tmp[DM_NODE_MAX / sizeof(dm_rawent)];
 	int			n;
 
 	if (!dm_hop_is(buf))
 		return;
 	n = dm_hop_entries(buf, tmp);
-	memcpy(LEAF_ENTS(buf), tmp, (size_t) n * sizeof(dm_entry));
+	for (int i = 0; i < n; i++)
+		LEAF_ENTS(buf)[i] = dm_raw_of(tmp[i]);
 	NODE_HDR(buf)->count = (uint16_t) n;
 	NODE_HDR(buf)->flags &= (uint8_t) ~DM_NODE_HOP;
 	NODE_HDR(buf)->hop_h = 0;
@@ -272,7 +273,7 @@ dm_hop_sorted_view(void *buf)
 int
 dm_hop_check(const void *buf, char *msg, size_t msglen)
 {
-	const dm_entry *B = HOP_BUCKETS(buf);
+	const dm_rawent *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 	int			H = NODE_HDR(buf)->hop_h;
 	int			used = 0;
@@ -316,7 +317,7 @@ dm_hop_check(const void *buf, char *msg, size_t msglen)
 int
 dm_hop_overflowed_homes(const void *buf)
 {
-	const dm_entry *B = HOP_BUCKETS(buf);
+	const dm_rawent *B = HOP_BUCKETS(buf);
 	int			nb = hop_nb(buf);
 	int			n = 0;
 

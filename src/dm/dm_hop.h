@@ -7,7 +7,9 @@
  * entry's tid, bit 63 the NULL marker as everywhere, and bit 62
  * (DM_HOP_OVF), which no stored tid uses, the overflow flag of the bucket
  * *as a home*: some entry whose home is this bucket lies outside
- * [home, home + H).  An empty bucket is (0, DM_TID_NULL) plus its flag
+ * [home, home + H).  Buckets are FIXED8 leaf entries (dm_rawent): a
+ * hopscotch leaf hashes the 64-bit key, so its tree has key format FIXED8
+ * (DESIGN.md §5.2).  An empty bucket is (0, DM_TID_NULL) plus its flag
  * (a NULL-key entry always has key UINT64_MAX, so no entry looks empty).
  */
 #ifndef DM_HOP_H
@@ -39,14 +41,14 @@ dm_hop_is(const void *buf)
 }
 
 static inline int
-dm_hop_used(const dm_entry *b)
+dm_hop_used(const dm_rawent *b)
 {
 	return !(b->tid & DM_TID_NULL) || b->key == UINT64_MAX;
 }
 
 /* The entry in a used bucket (its flag stripped). */
 static inline dm_entry
-dm_hop_entry(const dm_entry *b)
+dm_hop_entry(const dm_rawent *b)
 {
 	return dm_entry_make(b->key, b->tid & ~DM_HOP_OVF);
 }

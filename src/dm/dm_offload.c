@@ -219,11 +219,11 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level)
 			t->off->root_level = h->level;
 			t->off->root_addr = addr;
 		}
-		i = dm_inner_child_index(buf, e);
-		hi = i + 1 < h->count ? INNER_ENTS(buf)[i + 1].sep : h->high;
-		if (dm_tree_own_class(t, INNER_ENTS(buf)[i].sep, hi) != DM_OWN_OWNED)
+		i = dm_inner_child_index(buf, &e);
+		hi = i + 1 < h->count ? dm_node_sep(buf, i + 1) : dm_node_high(buf);
+		if (dm_tree_own_class(t, dm_node_sep(buf, i), hi) != DM_OWN_OWNED)
 			break;
-		addr = INNER_ENTS(buf)[i].child;
+		addr = dm_node_child(buf, i);
 		want = h->level - 1;
 	}
 	free(buf);
@@ -308,7 +308,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 				got = 0;
 	uint64_t	t0;
 	int			write = code == DM_RPC_OFF_INSERT || code == DM_RPC_OFF_DELETE;
-	size_t		cap = sizeof(*rep) + (size_t) max * sizeof(dm_entry);
+	size_t		cap = sizeof(*rep) + (size_t) max * sizeof(dm_entry_wire);
 	uint8_t    *rbuf;
 
 	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica ||
@@ -404,7 +404,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		return rc;
 	}
 	memcpy(rep, rbuf, sizeof(*rep));
-	if (rep->count > max || got != sizeof(*rep) + rep->count * sizeof(dm_entry) ||
+	if (rep->count > max || got != sizeof(*rep) + rep->count * sizeof(dm_entry_wire) ||
 		rep->nchanged > DM_OFF_MAX_CHANGED)
 	{
 		free(rbuf);
@@ -412,8 +412,13 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 			write_outcome_unknown(t);
 		return dm_tree_fail(t, DM_ERR_PROTOCOL, "malformed reply to an offloaded operation");
 	}
-	if (ents)
-		memcpy(ents, rbuf + sizeof(*rep), rep->count * sizeof(dm_entry));
+	for (uint32_t i = 0; ents && i < rep->count; i++)
+	{
+		dm_entry_wire w;
+
+		memcpy(&w, rbuf + sizeof(*rep) + (size_t) i * sizeof(w), sizeof(w));
+		ents[i] = dm_entry_make(w.key, w.tid);
+	}
 	/* below the mark: not raised by this write (nothing written); raised by the next */
 	if (req.hw_mark != 0 && rep->high_water >= req.hw_mark)
 		dm_tree_writer_raised(t, rep->high_water);
@@ -543,8 +548,8 @@ dm_offload_scan_batch(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_
 		return rc;
 	*n = (int) rep.count;
 	*more = rep.done == 1 ? 0 : rep.done == DM_OFF_RESUME_INCL ? DM_OFF_RESUME_INCL : 1;
-	resume->key = rep.resume.key;
-	resume->tid = rep.resume.tid;
+	/* a whole entry: the caller's may be undefined beyond the words set here */
+	*resume = dm_entry_make(rep.resume.key, rep.resume.tid);
 	return DM_OK;
 }
 

@@ -26,7 +26,7 @@ extern int	dm_tree_exec_open(dm_client *c, uint16_t memnode, const dm_rpc_off_re
  * was changed, the client must do it itself (dm_tree_exec_error says why).
  */
 extern int	dm_tree_exec_run(dm_tree *t, uint32_t code, const dm_rpc_off_req *req,
-							 dm_rpc_off_rep *rep, dm_entry *ents);
+							 dm_rpc_off_rep *rep, dm_entry_wire *ents);
 extern const char *dm_tree_exec_error(const dm_tree *t);
 
 /* ---- client side -------------------------------------------------------------- */

@@ -305,14 +305,14 @@ typedef struct dm_rpc_list_rep
  * has (the memnode keeps no per-tree state).  LOOKUP and SCAN return the
  * entries in [lo, hi] (lo_incl / hi_incl; LOOKUP: of one key) from lo
  * upwards, at most max; INSERT and DELETE change the one entry lo.  Reply:
- * dm_rpc_off_rep, then `count` dm_entry.  Status DM_ERR_FALLBACK: nothing
+ * dm_rpc_off_rep, then `count` dm_entry_wire.  Status DM_ERR_FALLBACK: nothing
  * was changed; do the operation one-sided.
  */
 typedef struct dm_entry_wire
 {
 	uint64_t	key;
 	uint64_t	tid;
-} dm_entry_wire;				/* a dm_tree.h dm_entry (this header does not include it) */
+} dm_entry_wire;				/* a dm_tree.h dm_entry's prefix and tid words (no suffix: FIXED8 trees only) */
 
 #define DM_OFF_MAX_ENTRIES 4096	/* entries per SCAN reply */
 #define DM_OFF_MAX_CHANGED 4	/* nodes an offloaded write may change */

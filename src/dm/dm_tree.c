@@ -68,7 +68,7 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 			dm_node_hdr *h = NODE_HDR(buf);
 			dm_gaddr	right = h->right;
 
-			if ((h->flags & DM_NODE_DEAD) || h->level != level || dm_entry_cmp(e, h->low) < 0)
+			if ((h->flags & DM_NODE_DEAD) || h->level != level || dm_entry_cmp(e, dm_node_low(buf)) < 0)
 				break;			/* changed under us before we locked it: descend again */
 			if (dm_node_covers(buf, e))
 				return DM_OK;
@@ -105,7 +105,7 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
 					return rc;
 				}
 				dead = (NODE_HDR(rbuf)->flags & DM_NODE_DEAD) && NODE_HDR(rbuf)->level == level &&
-					dm_entry_cmp(NODE_HDR(rbuf)->low, h->high) == 0;
+					dm_entry_cmp(dm_node_low(rbuf), dm_node_high(buf)) == 0;
 				if (dead && t->exec_active)
 				{
 					/* the executor changes one node at a time: a client finishes unlinks */
@@ -149,7 +149,7 @@ lock_covering(dm_tree *t, int level, dm_entry e, dm_wlock *wl, void *buf)
  * entry across a leaf boundary under a running lookup.
  */
 static int
-split_point(const dm_inner_ent *merged, int m, int level, int cap)
+split_point(const dm_item *merged, int m, int level, int cap)
 {
 	int			mid = m / 2;
 	/* both sides must fit a node: m can be up to twice the capacity */
@@ -160,9 +160,9 @@ split_point(const dm_inner_ent *merged, int m, int level, int cap)
 		return mid;
 	for (int d = 0; d <= m / 4; d++)
 	{
-		if (mid - d >= lo && mid - d <= hi && merged[mid - d - 1].sep.key != merged[mid - d].sep.key)
+		if (mid - d >= lo && mid - d <= hi && !dm_entry_same_key(merged[mid - d - 1].sep, merged[mid - d].sep))
 			return mid - d;
-		if (mid + d >= lo && mid + d <= hi && merged[mid + d - 1].sep.key != merged[mid + d].sep.key)
+		if (mid + d >= lo && mid + d <= hi && !dm_entry_same_key(merged[mid + d - 1].sep, merged[mid + d].sep))
 			return mid + d;
 	}
 	return mid;
@@ -170,7 +170,7 @@ split_point(const dm_inner_ent *merged, int m, int level, int cap)
 
 /* The end j of the items from items[i] on that the node in buf covers: at most cap, so one split suffices. */
 static int
-covered_end(const void *buf, const dm_inner_ent *items, int i, int n, int cap)
+covered_end(const void *buf, const dm_item *items, int i, int n, int cap)
 {
 	int			j = i;
 
@@ -185,12 +185,9 @@ covered_end(const void *buf, const dm_inner_ent *items, int i, int n, int cap)
  * *removed: how many.  DM_TREE_STALE: nothing written, redo from a fresh copy.
  */
 static int
-leaf_delete(dm_tree *t, dm_wlock *wl, uint8_t *buf, const dm_inner_ent *items, int i, int j,
+leaf_delete(dm_tree *t, dm_wlock *wl, uint8_t *buf, const dm_item *items, int i, int j,
 			int *removed)
 {
-	dm_node_hdr *h = NODE_HDR(buf);
-	dm_entry   *ents = LEAF_ENTS(buf);
-
 	*removed = 0;
 	if (dm_hop_is(buf))
 	{
@@ -208,19 +205,18 @@ leaf_delete(dm_tree *t, dm_wlock *wl, uint8_t *buf, const dm_inner_ent *items, i
 		}
 		if (*removed > 0)
 		{
-			wl->part_lo = DM_NODE_HEADER + (uint32_t) r.lo * sizeof(dm_entry);
-			wl->part_hi = DM_NODE_HEADER + (uint32_t) r.hi * sizeof(dm_entry);
+			wl->part_lo = DM_NODE_HEADER + (uint32_t) r.lo * sizeof(dm_rawent);
+			wl->part_hi = DM_NODE_HEADER + (uint32_t) r.hi * sizeof(dm_rawent);
 		}
 		return dm_node_wunlock(t, wl, buf, *removed > 0, 0, NULL, NULL);
 	}
 	for (int x = i; x < j; x++)
 	{
-		int			p = dm_leaf_lower_bound(buf, items[x].sep);
+		int			p = dm_leaf_lower_bound(buf, &items[x].sep);
 
-		if (p < h->count && dm_entry_cmp(ents[p], items[x].sep) == 0)
+		if (p < NODE_HDR(buf)->count && dm_entry_cmp(dm_node_entry(buf, p), items[x].sep) == 0)
 		{
-			memmove(&ents[p], &ents[p + 1], (size_t) (h->count - p - 1) * sizeof(dm_entry));
-			h->count--;
+			dm_node_remove(buf, p);
 			(*removed)++;
 		}
 	}
@@ -233,20 +229,18 @@ leaf_delete(dm_tree *t, dm_wlock *wl, uint8_t *buf, const dm_inner_ent *items, i
  * only once.  Returns how many items were not present.
  */
 static int
-merge_items(int level, const uint8_t *buf, const dm_inner_ent *items, int i, int j,
-			dm_inner_ent *merged, int *m_out)
+merge_items(int level, const uint8_t *buf, const dm_item *items, int i, int j,
+			dm_item *merged, int *m_out)
 {
 	int			count = NODE_HDR(buf)->count;
 	int			m = 0, added = 0, k = 0;
 
 	for (int x = i; k < count || x < j;)
 	{
-		dm_inner_ent cur;
+		dm_item		cur = {{0}};
 
-		if (level == 0 && k < count)
-			cur.sep = LEAF_ENTS(buf)[k], cur.child = 0;
-		else if (k < count)
-			cur = INNER_ENTS(buf)[k];
+		if (k < count)
+			cur = dm_node_item(buf, k);
 		if (x < j && (k >= count || dm_entry_cmp(items[x].sep, cur.sep) < 0))
 		{
 			merged[m++] = items[x++];
@@ -263,29 +257,65 @@ merge_items(int level, const uint8_t *buf, const dm_inner_ent *items, int i, int
 }
 
 /*
+ * The common insert, one item into a FIXED8 node (not a hopscotch leaf)
+ * with room for it: placed in buf in place, without the merge and fill
+ * through merged[] (40-byte items: a round trip of the whole node for
+ * every insert).  Returns 1 if added, 0 if it was present already.
+ */
+static int
+insert_one_fixed8(int level, uint8_t *buf, const dm_item *it)
+{
+	dm_node_hdr *h = NODE_HDR(buf);
+	int			p;
+
+	if (level == 0)
+	{
+		dm_rawent  *ents = LEAF_ENTS(buf);
+
+		p = dm_leaf_lower_bound(buf, &it->sep);
+		if (p < h->count && ents[p].key == it->sep.key && ents[p].tid == it->sep.tid)
+			return 0;
+		memmove(&ents[p + 1], &ents[p], (size_t) (h->count - p) * sizeof(dm_rawent));
+		ents[p] = dm_raw_of(it->sep);
+	}
+	else
+	{
+		dm_rawinner *ents = INNER_ENTS(buf);
+
+		/* the last separator <= the item's (or 0): the item is there, or goes after it */
+		p = dm_inner_child_index(buf, &it->sep);
+		if (p < h->count)
+		{
+			if (ents[p].sep.key == it->sep.key && ents[p].sep.tid == it->sep.tid)
+				return 0;
+			if (ents[p].sep.key < it->sep.key || (ents[p].sep.key == it->sep.key && ents[p].sep.tid < it->sep.tid))
+				p++;
+		}
+		memmove(&ents[p + 1], &ents[p], (size_t) (h->count - p) * sizeof(dm_rawinner));
+		ents[p].sep = dm_raw_of(it->sep);
+		ents[p].child = it->child;
+	}
+	h->count++;
+	return 1;
+}
+
+/*
  * Make merged[from..to) the entries of the node in buf (leaf or inner by
  * level; a hopscotch leaf's table is rebuilt).
  */
-static void
-fill_entries(int level, uint8_t *buf, const dm_inner_ent *merged, int from, int to)
+static int
+fill_entries(int level, uint8_t *buf, const dm_item *merged, int from, int to)
 {
 	if (level == 0 && dm_hop_is(buf))
 	{
-		dm_entry	ents[DM_NODE_MAX / sizeof(dm_entry)];
+		dm_entry	ents[DM_NODE_MAX / sizeof(dm_rawent)];
 
 		for (int x = from; x < to; x++)
 			ents[x - from] = merged[x].sep;
 		dm_hop_build(buf, ents, to - from);
-		return;
+		return DM_OK;
 	}
-	for (int x = from; x < to; x++)
-	{
-		if (level == 0)
-			LEAF_ENTS(buf)[x - from] = merged[x].sep;
-		else
-			INNER_ENTS(buf)[x - from] = merged[x];
-	}
-	NODE_HDR(buf)->count = (uint16_t) (to - from);
+	return dm_node_fill(buf, merged + from, to - from);
 }
 
 /*
@@ -297,7 +327,7 @@ fill_entries(int level, uint8_t *buf, const dm_inner_ent *merged, int from, int 
  */
 static int
 split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
-			const dm_inner_ent *merged, int m, int cap, dm_inner_ent *up)
+			const dm_item *merged, int m, int cap, dm_item *up)
 {
 	dm_node_hdr *h = NODE_HDR(buf);
 	dm_node_hdr *rh = NODE_HDR(rbuf);
@@ -323,7 +353,7 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 	}
 	dm_node_init(rbuf, t->node_size, level, t->info.tree_id,
 				 level == 0 ? dm_tree_leaf_bound(merged[half - 1].sep, merged[half].sep) : merged[half].sep,
-				 h->high);
+				 dm_node_high(buf));
 	/* a leaf's new right half has the leaf's format (the executor never gets here) */
 	if (level == 0 && dm_hop_is(buf))
 		dm_hop_init(rbuf, h->hop_h);
@@ -331,9 +361,14 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 	NODE_HDR(rbuf)->version = rver;
 	rh->right = h->right;
 	rh->left = addr;
-	fill_entries(level, rbuf, merged, half, m);
-	fill_entries(level, buf, merged, 0, half);
-	h->high = rh->low;
+	/* both halves fit a FIXED8 node (split_point keeps each within cap): cannot fail */
+	if ((rc = fill_entries(level, rbuf, merged, half, m)) != DM_OK ||
+		(rc = fill_entries(level, buf, merged, 0, half)) != DM_OK ||
+		(rc = dm_node_set_fences(buf, dm_node_low(buf), dm_node_low(rbuf))) != DM_OK)
+	{
+		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+		return dm_tree_fail(t, rc, "split halves do not fit their nodes");
+	}
 	h->right = raddr;
 	rc = dm_node_wunlock(t, wl, buf, 1, 1, &raddr, (uint8_t *const *) &rbuf);
 	if (rc == DM_TREE_STALE)
@@ -351,12 +386,12 @@ split_write(dm_tree *t, int level, dm_wlock *wl, uint8_t *buf, uint8_t *rbuf,
 	if (rc != DM_OK)
 		return rc;
 	t->ctr.splits++;
-	up->sep = rh->low;
+	up->sep = dm_node_low(rbuf);
 	up->child = raddr;
 	return DM_OK;
 }
 
-static int	level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, int *changed);
+static int	level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *changed);
 
 /*
  * Hopscotch insert step: place those of items[i..j) the leaf (copy in buf)
@@ -365,7 +400,7 @@ static int	level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, 
  * split instead, buf unchanged.
  */
 static int
-hop_insert(dm_tree *t, dm_wlock *wl, uint8_t *buf, uint8_t *hbuf, const dm_inner_ent *items, int i, int j)
+hop_insert(dm_tree *t, dm_wlock *wl, uint8_t *buf, uint8_t *hbuf, const dm_item *items, int i, int j)
 {
 	dm_hop_range r = DM_HOP_RANGE_NONE;
 
@@ -383,8 +418,8 @@ hop_insert(dm_tree *t, dm_wlock *wl, uint8_t *buf, uint8_t *hbuf, const dm_inner
 	memcpy(buf, hbuf, t->node_size);
 	if (r.hi > r.lo)
 	{
-		wl->part_lo = DM_NODE_HEADER + (uint32_t) r.lo * sizeof(dm_entry);
-		wl->part_hi = DM_NODE_HEADER + (uint32_t) r.hi * sizeof(dm_entry);
+		wl->part_lo = DM_NODE_HEADER + (uint32_t) r.lo * sizeof(dm_rawent);
+		wl->part_hi = DM_NODE_HEADER + (uint32_t) r.hi * sizeof(dm_rawent);
 	}
 	return 1;
 }
@@ -396,7 +431,7 @@ hop_insert(dm_tree *t, dm_wlock *wl, uint8_t *buf, uint8_t *hbuf, const dm_inner
  */
 static int
 add_to_parent(dm_tree *t, int level, dm_gaddr addr, const uint8_t *buf, int was_root,
-			  const dm_inner_ent *up)
+			  const dm_item *up)
 {
 	int			rc;
 
@@ -426,13 +461,13 @@ add_to_parent(dm_tree *t, int level, dm_gaddr addr, const uint8_t *buf, int was_
  * the split and parent steps.
  */
 static int
-level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, int *changed)
+level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *changed)
 {
 	int			cap = level == 0 ? t->leaf_cap : t->inner_cap;
 	uint8_t    *buf = aligned_alloc(8, t->node_size);
 	uint8_t    *rbuf = aligned_alloc(8, t->node_size);
 	uint8_t    *hbuf = NULL;		/* hopscotch leaves' scratch copy, when one is met */
-	dm_inner_ent *merged = malloc(sizeof(dm_inner_ent) * (size_t) cap * 2);
+	dm_item *merged = malloc(sizeof(dm_item) * (size_t) cap * 2);
 	int			rc = DM_OK;
 	int			i = 0;
 
@@ -445,8 +480,9 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 	{
 		dm_wlock	wl;
 		dm_gaddr	addr;
-		dm_inner_ent up;
-		int			j, m, added, was_root;
+		dm_item up;
+		int			j, m, added, was_root,
+					in_place = 0;
 
 		if ((rc = lock_covering(t, level, items[i].sep, &wl, buf)) != DM_OK)
 			goto out;
@@ -470,7 +506,15 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			continue;
 		}
 
-		if (level == 0 && dm_hop_is(buf))
+		if (j == i + 1 && NODE_HDR(buf)->count < cap && !dm_node_is_var(buf) &&
+			items[i].sep.sfx_len == 0 && (level != 0 || !dm_hop_is(buf)))
+		{
+			/* one item into a FIXED8 node with room: in place (no merged[] round trip) */
+			added = insert_one_fixed8(level, buf, &items[i]);
+			m = NODE_HDR(buf)->count;
+			in_place = 1;
+		}
+		else if (level == 0 && dm_hop_is(buf))
 		{
 			if (hbuf == NULL && (hbuf = aligned_alloc(8, t->node_size)) == NULL)
 			{
@@ -494,8 +538,13 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 		}
 		if (m <= cap && (level != 0 || !dm_hop_is(buf) || hop_insert(t, &wl, buf, hbuf, items, i, j)))
 		{
-			if (level != 0 || !dm_hop_is(buf))
-				fill_entries(level, buf, merged, 0, m);
+			if (!in_place && (level != 0 || !dm_hop_is(buf)) &&
+				(rc = fill_entries(level, buf, merged, 0, m)) != DM_OK)
+			{
+				dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
+				rc = dm_tree_fail(t, rc, "entries do not fit their node");
+				goto out;
+			}
 			rc = dm_node_wunlock(t, &wl, buf, 1, 0, NULL, NULL);
 			if (rc == DM_TREE_STALE)
 				continue;
@@ -517,8 +566,8 @@ level_apply(dm_tree *t, int level, const dm_inner_ent *items, int n, int del, in
 			rc = dm_tree_fail(t, DM_ERR_FALLBACK, "the leaf must be split");
 			goto out;
 		}
-		was_root = dm_entry_cmp(NODE_HDR(buf)->low, DM_ENTRY_MIN) == 0 &&
-			dm_entry_cmp(NODE_HDR(buf)->high, DM_ENTRY_INF) == 0;
+		was_root = dm_entry_cmp(dm_node_low(buf), DM_ENTRY_MIN) == 0 &&
+			dm_entry_cmp(dm_node_high(buf), DM_ENTRY_INF) == 0;
 		rc = split_write(t, level, &wl, buf, rbuf, merged, m, cap, &up);
 		if (rc == DM_TREE_STALE)
 			continue;
@@ -541,7 +590,7 @@ out:
 static int
 apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 {
-	dm_inner_ent *items;
+	dm_item *items;
 	int			rc;
 
 	if (changed)
@@ -635,9 +684,9 @@ dm_tree_contains(dm_tree *t, dm_entry e, int *found)
 			*found = dm_hop_find(buf, e) >= 0;
 		else
 		{
-			int			p = dm_leaf_lower_bound(buf, e);
+			int			p = dm_leaf_lower_bound(buf, &e);
 
-			*found = p < NODE_HDR(buf)->count && dm_entry_cmp(LEAF_ENTS(buf)[p], e) == 0;
+			*found = p < NODE_HDR(buf)->count && dm_entry_cmp(dm_node_entry(buf, p), e) == 0;
 		}
 	}
 	free(buf);

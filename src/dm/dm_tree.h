@@ -11,10 +11,12 @@
  *                      while a write is under way (a fenced write: its guard
  *                      CAS on this word, see dm_tree_io.c)
  *   16  checksum  u64  hash of bytes [8,16) and [24, 88 + count * entry size)
+ *                      (a VAR node: [24, used bytes), below)
  *   24  magic     u16  DM_NODE_MAGIC
  *   26  level     u8   0 = leaf
  *   27  flags     u8   DM_NODE_DEAD (a retired node), DM_NODE_HOP (a
- *                      hopscotch leaf: dm_hop.h, DESIGN.md §5.1)
+ *                      hopscotch leaf: dm_hop.h, DESIGN.md §5.1),
+ *                      DM_NODE_VAR (the VAR format, below)
  *   28  count     u16  entries (leaf) or children (inner)
  *   30  size_log2 u8   log2(N)
  *   31  hop_h     u8   hopscotch leaves: the neighbourhood H; else 0
@@ -29,6 +31,31 @@
  *                inner (sep key u64, sep tid u64, child u64), 24 bytes;
  *                child i holds [sep i, sep i+1); sep 0 = the node's low fence
  *
+ * That is the FIXED8 format (every key one 64-bit word: dm_rawent and
+ * dm_rawinner in dm_node.h).  A node flagged DM_NODE_VAR (0x4 in flags;
+ * trees of key format VAR, DESIGN.md §5.2; dm_node_var.h) has variable-
+ * length keys: the header above with the fences' prefix and tid words, then
+ *
+ *   88  low_sfx_len  u16  the low fence's suffix bytes (first in the heap)
+ *   90  high_sfx_len u16  the high fence's (next in the heap)
+ *   92  heap_bytes   u16  all suffix bytes, the fences' included
+ *   94  zero         u16
+ *   96  slots, in order: leaf  (prefix u64, tid u64, sfx_off u16,
+ *                              sfx_len u16, zero u32), 24 bytes;
+ *                       inner (prefix u64, tid u64, child u64, sfx_off u16,
+ *                              sfx_len u16, zero u32), 32 bytes
+ *   96 + count * slot: the heap: low fence's suffix, high fence's, then
+ *       each slot's suffix in slot order, packed (sfx_off from the node's
+ *       start); zeros after it
+ *
+ * Every write stores a rebuilt compact image (dm_var_build), so there is no
+ * free space inside: used bytes are 96 + count * slot + heap_bytes, rounded
+ * up to whole words, and the checksum covers [8,16) and [24, used) as for
+ * FIXED8 nodes.  Validation also checks that the suffixes are packed in
+ * that order inside the heap (none outside, none overlapping, heap_bytes
+ * their sum), that no suffix is longer than dm_tree_key_max allows, and
+ * that the slots ascend.
+ *
  * Validation.  Writers hold the lock while they write; readers take no
  * lock and accept a node only if its magic, size, tree tag, count and
  * checksum agree (RDMA/CXL give 8-byte atomicity only, so a concurrent
@@ -42,20 +69,37 @@
  * words, which must be those its answer was read at (dm_tree_hop.c).
  *
  * Keys.  Entries order by (key, tid) as unsigned integers and are unique as
- * pairs.  A NULL key is stored as key = UINT64_MAX with DM_TID_NULL set in
+ * pairs (with suffixes: prefix word, then suffix, then tid: dm_entry_cmp).
+ * A NULL key is stored as key = UINT64_MAX with DM_TID_NULL set in
  * the tid, so NULLs sort after every value; tids use at most 62 bits.
  */
 #ifndef DM_TREE_H
 #define DM_TREE_H
 
+#include <string.h>
+
 #include "dm_client.h"
 #include "dm_node_fmt.h"	/* DM_NODE_MAGIC, DM_NODE_HEADER, DM_NODE_MIN/MAX */
 
+/*
+ * An entry: a key and a tid (DESIGN.md §5.2).  key is the key's prefix
+ * word: its first 8 bytes read as a big-endian integer, zero-padded; sfx /
+ * sfx_len are the key's bytes after the eighth (empty for keys of at most 8
+ * bytes, so always empty in FIXED8 trees).  The suffix is borrowed: it
+ * points into the caller's memory or a node image the code holds, never
+ * owned by the entry.  spare is zero (entries are compared with memcmp by
+ * some callers: no padding byte may be left undefined).
+ */
 typedef struct dm_entry
 {
 	uint64_t	key;
 	uint64_t	tid;
+	const uint8_t *sfx;
+	uint32_t	sfx_len;
+	uint32_t	spare;
 } dm_entry;
+
+_Static_assert(sizeof(dm_entry) == 32, "dm_entry has no padding");
 
 #define DM_TID_NULL		(UINT64_C(1) << 63)	/* marks an entry with a NULL key */
 #define DM_TID_MAX		(DM_TID_NULL - 1)	/* bound for key ranges (dm_key_hi) */
@@ -68,6 +112,27 @@ dm_entry_make(uint64_t key, uint64_t tid)
 {
 	dm_entry	e = {key, tid};
 
+	return e;
+}
+
+/*
+ * The entry of a key given as bytes (1 up to dm_tree_key_max bytes: the
+ * caller checks): prefix word from the first 8, zero-padded; the suffix
+ * points into k.
+ */
+static inline dm_entry
+dm_entry_from_bytes(const void *k, uint32_t len, uint64_t tid)
+{
+	const uint8_t *p = k;
+	dm_entry	e = {0, tid};
+
+	for (uint32_t i = 0; i < 8; i++)
+		e.key = (e.key << 8) | (i < len ? p[i] : 0);
+	if (len > 8)
+	{
+		e.sfx = p + 8;
+		e.sfx_len = len - 8;
+	}
 	return e;
 }
 
@@ -85,14 +150,48 @@ dm_entry_is_null(dm_entry e)
 	return (e.tid & DM_TID_NULL) != 0;
 }
 
+/*
+ * Two suffixes: memcmp, the shorter first on a tie.  Out of line
+ * (dm_node_var.c) and on scalars: FIXED8 entries never get here, and every
+ * inlined dm_entry_cmp stays small and keeps its entries in registers.
+ */
+extern int	dm_sfx_cmp(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
+
+/*
+ * The order of entries (DESIGN.md §5.2): prefix word as an unsigned
+ * integer, then the suffix, then the tid.  Entries without suffixes (every
+ * entry of a FIXED8 tree) never look at it.  +infinity (DM_ENTRY_INF:
+ * prefix and tid all ones, no suffix) stays above every entry, also above
+ * keys that start with eight 0xFF bytes and go on (no stored entry has its
+ * tid).
+ */
 static inline int
 dm_entry_cmp(dm_entry a, dm_entry b)
 {
 	if (a.key != b.key)
 		return a.key < b.key ? -1 : 1;
+	if (__builtin_expect((a.sfx_len | b.sfx_len) != 0, 0))
+	{
+		int			c;
+
+		if (a.key == UINT64_MAX && a.sfx_len == 0 && a.tid == UINT64_MAX)
+			return 1;
+		if (b.key == UINT64_MAX && b.sfx_len == 0 && b.tid == UINT64_MAX)
+			return -1;
+		if ((c = dm_sfx_cmp(a.sfx, a.sfx_len, b.sfx, b.sfx_len)) != 0)
+			return c;
+	}
 	if (a.tid != b.tid)
 		return a.tid < b.tid ? -1 : 1;
 	return 0;
+}
+
+/* Whether two entries have the same key (prefix and suffix), whatever their tids. */
+static inline int
+dm_entry_same_key(dm_entry a, dm_entry b)
+{
+	return a.key == b.key && a.sfx_len == b.sfx_len &&
+		(a.sfx_len == 0 || memcmp(a.sfx, b.sfx, a.sfx_len) == 0);
 }
 
 /* Smallest and largest possible entries (fences of the whole key space). */
@@ -152,6 +251,12 @@ extern int	dm_tree_alloc_release(dm_tree *t);
 extern int	dm_tree_destroy(dm_tree *t);
 
 extern uint32_t dm_tree_node_size(const dm_tree *t);
+/*
+ * The longest key (bytes) a tree of key format VAR with nodes of node_size
+ * bytes holds (DESIGN.md §5.2): a node holds both fences and two entries
+ * of that size.  1 KiB: 224 bytes; 4 KiB: 992.  0 for an invalid size.
+ */
+extern uint32_t dm_tree_key_max(uint32_t node_size);
 /* DM_LEAF_*, and for hopscotch leaves the neighbourhood (*neighborhood may be NULL; 0 for sorted). */
 extern int	dm_tree_leaf_format(const dm_tree *t, int *neighborhood);
 /*

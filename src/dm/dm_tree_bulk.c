@@ -139,15 +139,17 @@ finish_node(dm_bulk *b, int level, dm_entry high, dm_gaddr right)
 	dm_node_hdr *h = NODE_HDR(L->buf);
 	int			rc;
 
-	h->high = high;
+	if ((rc = dm_node_set_fences(L->buf, dm_node_low(L->buf), high)) != DM_OK)
+		return dm_tree_fail(b->t, rc, "a node's fences do not fit it");
 	h->right = right;
 	if (level == 0 && b->t->leaf_hop)
 	{
 		/* built in order; stored as the tree's hopscotch leaves (dm_hop.h) */
-		dm_entry	ents[DM_NODE_MAX / sizeof(dm_entry)];
+		dm_entry	ents[DM_NODE_MAX / sizeof(dm_rawent)];
 		int			n = h->count;
 
-		memcpy(ents, LEAF_ENTS(L->buf), (size_t) n * sizeof(dm_entry));
+		for (int i = 0; i < n; i++)
+			ents[i] = dm_node_entry(L->buf, i);
 		dm_hop_init(L->buf, b->t->leaf_hop);
 		dm_hop_build(L->buf, ents, n);
 	}
@@ -179,12 +181,12 @@ add_item(dm_bulk *b, int level, dm_entry e, dm_gaddr child)
 	else if (NODE_HDR(L->buf)->count == fill)
 	{
 		dm_gaddr	next, prev = L->addr;
-		dm_entry	prev_low = NODE_HDR(L->buf)->low;
+		dm_entry	prev_low = dm_node_low(L->buf);
 		dm_entry	bound = e;
 
 		/* between leaves, (key, 0) when a key starts there: dm_tree_leaf_bound */
 		if (level == 0)
-			bound = dm_tree_leaf_bound(LEAF_ENTS(L->buf)[NODE_HDR(L->buf)->count - 1], e);
+			bound = dm_tree_leaf_bound(dm_node_entry(L->buf, NODE_HDR(L->buf)->count - 1), e);
 		if ((rc = dm_node_alloc(b->t, bulk_place(b, level, L->index + 1), &next)) != DM_OK)
 			return rc;
 		if ((rc = finish_node(b, level, bound, next)) != DM_OK)
@@ -195,15 +197,8 @@ add_item(dm_bulk *b, int level, dm_entry e, dm_gaddr child)
 		start_node(b, level, next, bound, prev);
 		L->index++;
 	}
-	if (level == 0)
-		LEAF_ENTS(L->buf)[NODE_HDR(L->buf)->count++] = e;
-	else
-	{
-		dm_inner_ent *ie = &INNER_ENTS(L->buf)[NODE_HDR(L->buf)->count++];
-
-		ie->sep = e;
-		ie->child = child;
-	}
+	if ((rc = dm_node_append(L->buf, (dm_item) {e, child})) != DM_OK)
+		return dm_tree_fail(b->t, rc, "an entry does not fit a node being loaded");
 	return DM_OK;
 }
 
@@ -312,7 +307,7 @@ dm_bulk_finish(dm_bulk *b)
 			break;
 		}
 		{
-			dm_entry	low = NODE_HDR(L->buf)->low;
+			dm_entry	low = dm_node_low(L->buf);
 
 			rc = finish_node(b, l, DM_ENTRY_INF, 0);
 			if (rc == DM_OK)

@@ -277,7 +277,7 @@ dm_node_wlock(dm_tree *t, dm_gaddr addr, int level, dm_fetch_ctx ctx, void *buf,
 		dm_tree_backoff(k);
 	}
 	wl->frame = f;
-	if (dm_tree_own_class(t, NODE_HDR(buf)->low, NODE_HDR(buf)->high) == DM_OWN_OWNED)
+	if (dm_tree_own_class(t, dm_node_low(buf), dm_node_high(buf)) == DM_OWN_OWNED)
 	{
 		/* the frame's copy is current for an owned node: no remote read at all */
 		if (from_frame)

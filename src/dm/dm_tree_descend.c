@@ -41,7 +41,7 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	int			level = rh->level;
 	uint8_t    *nb = aligned_alloc(8, t->node_size);
 	uint8_t    *cur = aligned_alloc(8, t->node_size);
-	dm_inner_ent *ents = INNER_ENTS(nb);
+	dm_gaddr	last = root;
 	dm_gaddr	naddr, next;
 	uint64_t	old;
 	int			n = 0, rc = DM_OK;
@@ -60,11 +60,12 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	}
 	dm_node_init(nb, t->node_size, level + 1, t->info.tree_id, DM_ENTRY_MIN, DM_ENTRY_INF);
 	memcpy(cur, rootbuf, t->node_size);
-	ents[n].sep = DM_ENTRY_MIN;
-	ents[n++].child = root;
+	/* appended as found: a separator's suffix is copied before cur is read over */
+	dm_node_append(nb, (dm_item) {DM_ENTRY_MIN, root});
+	n++;
 	while ((next = NODE_HDR(cur)->right) != 0)
 	{
-		dm_entry	prev_high = NODE_HDR(cur)->high;
+		dm_entry	prev_high = dm_node_high(cur);
 
 		if (n == t->inner_cap)
 		{
@@ -92,24 +93,28 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 		if ((rc = dm_node_read(t, next, cur)) != DM_OK)
 			goto out;
 		if (NODE_HDR(cur)->level != level || (NODE_HDR(cur)->flags & DM_NODE_DEAD) ||
-			dm_entry_cmp(NODE_HDR(cur)->low, prev_high) != 0)
+			dm_entry_cmp(dm_node_low(cur), prev_high) != 0)
 		{
 			rc = dm_tree_fail(t, DM_ERR_CORRUPT, "sibling chain at level %d broken at node 0x%llx",
 							  level, (unsigned long long) next);
 			goto out;
 		}
-		ents[n].sep = NODE_HDR(cur)->low;
-		ents[n++].child = next;
+		if ((rc = dm_node_append(nb, (dm_item) {dm_node_low(cur), next})) != DM_OK)
+		{
+			rc = dm_tree_fail(t, rc, "level %d has more nodes than a root holds", level);
+			goto out;
+		}
+		n++;
+		last = next;
 	}
-	if (dm_entry_cmp(NODE_HDR(cur)->high, DM_ENTRY_INF) != 0)
+	if (dm_entry_cmp(dm_node_high(cur), DM_ENTRY_INF) != 0)
 	{
 		rc = dm_tree_fail(t, DM_ERR_CORRUPT, "node at 0x%llx has a high fence but no right sibling",
-						  (unsigned long long) (n == 1 ? root : ents[n - 1].child));
+						  (unsigned long long) last);
 		goto out;
 	}
 	if (n == 1)
 		goto out;				/* the root spans everything after all */
-	NODE_HDR(nb)->count = (uint16_t) n;
 	dm_node_seal(nb);
 	if ((rc = dm_node_alloc(t, dm_tree_place(t, level + 1, dm_gaddr_node(root)), &naddr)) != DM_OK)
 		goto out;
@@ -230,12 +235,14 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 		for (;;)
 		{
 			dm_node_hdr *h = NODE_HDR(buf);
-			int			at_min = dm_entry_cmp(h->low, DM_ENTRY_MIN) == 0;
-			int			at_inf = dm_entry_cmp(h->high, DM_ENTRY_INF) == 0;
-			int			left_of_low = before ? !at_min && dm_entry_cmp(e, h->low) <= 0
-				: dm_entry_cmp(e, h->low) < 0;
+			dm_entry	low = dm_node_low(buf);
+			dm_entry	high = dm_node_high(buf);
+			int			at_min = dm_entry_cmp(low, DM_ENTRY_MIN) == 0;
+			int			at_inf = dm_entry_cmp(high, DM_ENTRY_INF) == 0;
+			int			left_of_low = before ? !at_min && dm_entry_cmp(e, low) <= 0
+				: dm_entry_cmp(e, low) < 0;
 			int			right_of_high = !at_inf &&
-				(before ? dm_entry_cmp(e, h->high) > 0 : dm_entry_cmp(e, h->high) >= 0);
+				(before ? dm_entry_cmp(e, high) > 0 : dm_entry_cmp(e, high) >= 0);
 
 			if (top && fresh && no_read == DM_DESCEND_WRITER && !at_inf && !(h->flags & DM_NODE_DEAD) && at_min)
 			{
@@ -253,7 +260,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			 * finishes the unlink).
 			 */
 			int			empty_range = via_right && no_read != DM_DESCEND_WRITER && level == 0 && h->level == 0 &&
-				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(h->low, came_high) == 0;
+				(h->flags & DM_NODE_DEAD) && dm_entry_cmp(low, came_high) == 0;
 
 			if (((h->flags & DM_NODE_DEAD) && !empty_range) || left_of_low || h->level < level ||
 				(t->exec_active && addr == t->exec_start &&
@@ -276,7 +283,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 				}
 				if (t->exec_active && (rc = dm_tree_exec_check(t, right, "right sibling")) != DM_OK)
 					return rc;
-				came_high = h->high;
+				came_high = high;
 				via_right = 1;
 				if ((rc = dm_node_fetch(t, right, h->level, DM_FETCH_CTX_NONE, buf, &frame)) != DM_OK)
 					return rc;
@@ -290,15 +297,15 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			}
 			else
 			{
-				int			i = dm_inner_child_index(buf, e);
+				int			i = dm_inner_child_index(buf, &e);
 				int			want = h->level - 1;
 				dm_gaddr	child;
 				dm_fetch_ctx ctx;
 
 				/* before: the child holding entries < e has the last sep < e */
-				while (before && i > 0 && dm_entry_cmp(INNER_ENTS(buf)[i].sep, e) >= 0)
+				while (before && i > 0 && dm_entry_cmp(dm_node_sep(buf, i), e) >= 0)
 					i--;
-				child = INNER_ENTS(buf)[i].child;
+				child = dm_node_child(buf, i);
 				ctx.pframe = frame;
 				ctx.slot = i;
 				ctx.hint = frame != DM_FRAME_NONE ? t->hints[i] : DM_FRAME_NONE;

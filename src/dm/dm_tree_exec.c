@@ -129,7 +129,7 @@ past_hi(dm_entry e, dm_entry hi, int incl)
  * resume, or >= resume when done is DM_OFF_RESUME_INCL).
  */
 static int
-exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry *ents)
+exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry_wire *ents)
 {
 	dm_entry	cur = from_wire(req->lo);
 	int			cur_incl = (req->flags & DM_OFF_LO_INCL) != 0;
@@ -155,9 +155,9 @@ exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry *
 		dm_hop_sorted_view(buf);
 		if (!(h->flags & DM_NODE_DEAD))
 		{
-			for (int i = dm_leaf_lower_bound(buf, cur); i < h->count; i++)
+			for (int i = dm_leaf_lower_bound(buf, &cur); i < h->count; i++)
 			{
-				dm_entry	e = LEAF_ENTS(buf)[i];
+				dm_entry	e = dm_node_entry(buf, i);
 
 				if (!cur_incl && dm_entry_cmp(e, cur) == 0)
 					continue;
@@ -166,16 +166,16 @@ exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry *
 				if (n == max)
 				{
 					rep->done = 0;
-					rep->resume = to_wire(ents[n - 1]);
+					rep->resume = ents[n - 1];
 					goto out;
 				}
-				ents[n++] = e;
+				ents[n++] = to_wire(e);
 			}
 		}
-		if (dm_entry_cmp(h->high, DM_ENTRY_INF) == 0 || past_hi(h->high, hi, hi_incl))
+		if (dm_entry_cmp(dm_node_high(buf), DM_ENTRY_INF) == 0 || past_hi(dm_node_high(buf), hi, hi_incl))
 			goto out;			/* done */
 		/* everything below the high fence is returned: go on from there */
-		cur = h->high;
+		cur = dm_node_high(buf);
 		cur_incl = 1;
 		right = h->right;
 		if (right == 0 || dm_gaddr_node(right) != t->exec_memnode || hops > 100000)
@@ -194,7 +194,7 @@ exec_scan(dm_tree *t, const dm_rpc_off_req *req, dm_rpc_off_rep *rep, dm_entry *
 		 * anything else is memory reused since we read the link -- a leaf
 		 * further left would take the scan backwards.
 		 */
-		if (NODE_HDR(buf)->level != 0 || dm_entry_cmp(NODE_HDR(buf)->low, cur) != 0 ||
+		if (NODE_HDR(buf)->level != 0 || dm_entry_cmp(dm_node_low(buf), cur) != 0 ||
 			((NODE_HDR(buf)->flags & DM_NODE_DEAD) && NODE_HDR(buf)->count != 0))
 		{
 			/* not the leaf that follows any more (reused): find it from the start node */
@@ -210,7 +210,7 @@ out:
 
 int
 dm_tree_exec_run(dm_tree *t, uint32_t code, const dm_rpc_off_req *req, dm_rpc_off_rep *rep,
-				 dm_entry *ents)
+				 dm_entry_wire *ents)
 {
 	int			rc;
 	int			existed = 0;

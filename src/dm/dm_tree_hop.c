@@ -58,9 +58,9 @@
  * buffer, whatever max is).
  */
 static void
-collect(const dm_entry *b, int nb, uint64_t key, uint64_t *tids, int max, int *n, uint64_t *first)
+collect(const dm_rawent *b, int nb, uint64_t key, uint64_t *tids, int max, int *n, uint64_t *first)
 {
-	uint64_t	found[DM_NODE_MAX / sizeof(dm_entry)];
+	uint64_t	found[DM_NODE_MAX / sizeof(dm_rawent)];
 	int			k = 0;
 
 	for (int i = 0; i < nb; i++)
@@ -127,9 +127,11 @@ holds_key(const dm_node_hdr *h, uint64_t key)
 	dm_entry	first = dm_entry_make(key, 0);
 	dm_entry	last = dm_entry_make(key, DM_TID_MAX);
 
-	if (dm_entry_cmp(first, h->low) < 0)
+	dm_entry	high = dm_raw_entry(h->high);	/* hopscotch leaves are FIXED8: fences are two words */
+
+	if (dm_entry_cmp(first, dm_raw_entry(h->low)) < 0)
 		return 0;
-	return dm_entry_cmp(h->high, DM_ENTRY_INF) == 0 || dm_entry_cmp(h->high, last) > 0;
+	return dm_entry_cmp(high, DM_ENTRY_INF) == 0 || dm_entry_cmp(high, last) > 0;
 }
 
 int
@@ -179,7 +181,7 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 	for (int k = 0; k < HOP_READ_TRIES; k++)
 	{
 		uint8_t		hdr[DM_NODE_HEADER];
-		dm_entry	nbhd[DM_HOP_H_MAX];
+		dm_rawent	nbhd[DM_HOP_H_MAX];
 		uint64_t	v2 = 0;
 		dm_node_hdr *h = NODE_HDR(hdr);
 		dm_op		ops[4];
@@ -189,8 +191,8 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 		dm_op_read(&ops[0], addr + 8, hdr + 8, 8);
 		dm_op_read(&ops[1], addr + 16, hdr + 16, DM_NODE_HEADER - 16);
 		ops[1].flags |= DM_OPF_ORDERED;
-		dm_op_read(&ops[2], addr + DM_NODE_HEADER + (uint32_t) home * sizeof(dm_entry), nbhd,
-				   (uint32_t) H * sizeof(dm_entry));
+		dm_op_read(&ops[2], addr + DM_NODE_HEADER + (uint32_t) home * sizeof(dm_rawent), nbhd,
+				   (uint32_t) H * sizeof(dm_rawent));
 		ops[2].flags |= DM_OPF_ORDERED;
 		dm_op_read(&ops[3], addr + 8, &v2, 8);
 		ops[3].flags |= DM_OPF_ORDERED;

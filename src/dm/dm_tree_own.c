@@ -362,7 +362,7 @@ dm_tree_node_class(const dm_tree *t, const void *hdr)
 	{
 		if (h->level > 0)
 			return DM_OWN_SHARED;
-		if (t->replica_coherent && dm_tree_own_class(t, h->low, h->high) == DM_OWN_OWNED)
+		if (t->replica_coherent && dm_tree_own_class(t, dm_node_low(hdr), dm_node_high(hdr)) == DM_OWN_OWNED)
 			return DM_OWN_OWNED;
 		return DM_OWN_FOREIGN;
 	}
@@ -377,7 +377,7 @@ dm_tree_node_class(const dm_tree *t, const void *hdr)
 	 * without our knowledge: foreign, never cached.
 	 */
 	{
-		int			cls = dm_tree_own_class(t, h->low, h->high);
+		int			cls = dm_tree_own_class(t, dm_node_low(hdr), dm_node_high(hdr));
 
 		if (cls == DM_OWN_FOREIGN && t->write_any && h->level > 0)
 			return DM_OWN_SHARED;

@@ -104,7 +104,11 @@ dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, const void *rbuf)
 	const dm_node_hdr *rh = NODE_HDR(rbuf);
 	int			rc;
 
-	h->high = rh->high;
+	if ((rc = dm_node_set_fences(buf, dm_node_low(buf), dm_node_high(rbuf))) != DM_OK)
+	{
+		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+		return dm_tree_fail(t, rc, "a leaf cannot take its dead neighbour's fence");
+	}
 	h->right = rh->right;
 	rc = dm_node_wunlock(t, wl, buf, 1, 0, NULL, NULL);
 	if (rc == DM_OK)
@@ -157,7 +161,7 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 	 * class needs: any empty leaf is its to reclaim.
 	 */
 	if (ah->level != 0 || (ah->flags & DM_NODE_DEAD) || ah->right != baddr ||
-		(!t->write_any && dm_tree_own_class(t, ah->low, ah->high) == DM_OWN_FOREIGN))
+		(!t->write_any && dm_tree_own_class(t, dm_node_low(abuf), dm_node_high(abuf)) == DM_OWN_FOREIGN))
 	{
 		release(t, &wa, abuf);
 		return DM_OK;
@@ -168,23 +172,21 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 		return rc;
 	}
 	if (bh->level != 0 || (bh->flags & DM_NODE_DEAD) || bh->count != 0 ||
-		dm_entry_cmp(bh->low, ah->high) != 0 ||
-		(!t->write_any && dm_tree_own_class(t, bh->low, bh->high) != DM_OWN_OWNED))
+		dm_entry_cmp(dm_node_low(bbuf), dm_node_high(abuf)) != 0 ||
+		(!t->write_any && dm_tree_own_class(t, dm_node_low(bbuf), dm_node_high(bbuf)) != DM_OWN_OWNED))
 		goto skip;
 	if ((rc = dm_node_wlock(t, paddr, 1, DM_FETCH_CTX_NONE, pbuf, &wp)) != DM_OK)
 		goto fail;
-	if (ph->level != 1 || (ph->flags & DM_NODE_DEAD) || !dm_node_covers(pbuf, bh->low))
+	if (ph->level != 1 || (ph->flags & DM_NODE_DEAD) || !dm_node_covers(pbuf, dm_node_low(bbuf)))
 		goto skip;
 	/* step 1: the downlink (none: B lost it in an earlier, interrupted pass) */
 	for (int j = 0; j < ph->count; j++)
 	{
-		if (INNER_ENTS(pbuf)[j].child != baddr)
+		if (dm_node_child(pbuf, j) != baddr)
 			continue;
 		if (j == 0)
 			goto skip;			/* P's first child: its separator is P's low fence */
-		memmove(&INNER_ENTS(pbuf)[j], &INNER_ENTS(pbuf)[j + 1],
-				(size_t) (ph->count - j - 1) * sizeof(dm_inner_ent));
-		ph->count--;
+		dm_node_remove(pbuf, j);
 		rc = dm_node_wunlock(t, &wp, pbuf, 1, 0, NULL, NULL);
 		wp.addr = 0;
 		if (rc == DM_TREE_STALE)
@@ -205,7 +207,11 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 		goto fail;
 
 	/* step 3: A takes B's range */
-	ah->high = bh->high;
+	if ((rc = dm_node_set_fences(abuf, dm_node_low(abuf), dm_node_high(bbuf))) != DM_OK)
+	{
+		release(t, &wa, abuf);
+		return dm_tree_fail(t, rc, "a leaf cannot take its dead neighbour's fence");
+	}
 	ah->right = bh->right;
 	rc = dm_node_wunlock(t, &wa, abuf, 1, 0, NULL, NULL);
 	wa.addr = 0;
@@ -261,12 +267,12 @@ dm_tree_reclaim(dm_tree *t, dm_reclaim_result *res)
 	for (;;)
 	{
 		dm_node_hdr *ph = NODE_HDR(pbuf);
-		dm_entry	high = ph->high;
+		dm_entry	high = dm_node_high(pbuf);
 		int			n = ph->count;
 
 		res->parents++;
 		for (int i = 0; i < n; i++)
-			addrs[i] = INNER_ENTS(pbuf)[i].child;
+			addrs[i] = dm_node_child(pbuf, i);
 		if ((rc = dm_node_read_many(t, addrs, n, kids)) != DM_OK)
 			goto out;
 		/* right to left: each unlink leaves the next candidate's left neighbour in place */

@@ -99,17 +99,17 @@ check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
 		return problem(w, "node 0x%llx is at level %d, expected %d", (unsigned long long) addr, h->level, level);
 	if (h->flags & DM_NODE_DEAD)
 		return problem(w, "node 0x%llx is marked dead but still linked", (unsigned long long) addr);
-	if (dm_entry_cmp(h->low, h->high) >= 0)
+	if (dm_entry_cmp(dm_node_low(buf), dm_node_high(buf)) >= 0)
 		return problem(w, "node 0x%llx has low fence >= high fence", (unsigned long long) addr);
 	if (level > 0 && n == 0)
 		return problem(w, "inner node 0x%llx has no children", (unsigned long long) addr);
 	for (int i = 0; i < n; i++)
 	{
-		dm_entry	e = level == 0 ? LEAF_ENTS(buf)[i] : INNER_ENTS(buf)[i].sep;
+		dm_entry	e = level == 0 ? dm_node_entry(buf, i) : dm_node_sep(buf, i);
 
 		if (i > 0)
 		{
-			dm_entry	p = level == 0 ? LEAF_ENTS(buf)[i - 1] : INNER_ENTS(buf)[i - 1].sep;
+			dm_entry	p = level == 0 ? dm_node_entry(buf, i - 1) : dm_node_sep(buf, i - 1);
 
 			if (dm_entry_cmp(p, e) >= 0)
 				return problem(w, "node 0x%llx: entries %d and %d out of order", (unsigned long long) addr, i - 1, i);
@@ -119,7 +119,7 @@ check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
 		if (level == 0 && (e.tid & DM_TID_NULL) && e.key != UINT64_MAX)
 			return problem(w, "node 0x%llx: entry %d has a malformed NULL key", (unsigned long long) addr, i);
 	}
-	if (level > 0 && dm_entry_cmp(INNER_ENTS(buf)[0].sep, h->low) != 0)
+	if (level > 0 && dm_entry_cmp(dm_node_sep(buf, 0), dm_node_low(buf)) != 0)
 		return problem(w, "inner node 0x%llx: first separator is not its low fence", (unsigned long long) addr);
 	return DM_OK;
 }
@@ -164,8 +164,8 @@ run_walk(walk *w)
 	 * writer finishes (dm_tree_descend.c).  The walk below follows that
 	 * chain like any half-done split and checks it ends at +inf.
 	 */
-	if (dm_entry_cmp(NODE_HDR(rootbuf)->low, DM_ENTRY_MIN) != 0 ||
-		(dm_entry_cmp(NODE_HDR(rootbuf)->high, DM_ENTRY_INF) == 0) != (NODE_HDR(rootbuf)->right == 0))
+	if (dm_entry_cmp(dm_node_low(rootbuf), DM_ENTRY_MIN) != 0 ||
+		(dm_entry_cmp(dm_node_high(rootbuf), DM_ENTRY_INF) == 0) != (NODE_HDR(rootbuf)->right == 0))
 	{
 		rc = problem(w, "root 0x%llx does not span the whole key space", (unsigned long long) root);
 		goto out;
@@ -204,7 +204,7 @@ run_walk(walk *w)
 			uint16_t	home = cur_home[i];
 
 			/* a listed node starts exactly at the separator its parent has for it */
-			if (dm_entry_cmp(NODE_HDR(buf)->low, cur_sep[i]) != 0)
+			if (dm_entry_cmp(dm_node_low(buf), cur_sep[i]) != 0)
 			{
 				rc = problem(w, "node 0x%llx (level %d): low fence differs from its parent's separator",
 							 (unsigned long long) addr, level);
@@ -223,7 +223,8 @@ run_walk(walk *w)
 				 */
 				int			half_dead = followed && level == 0 && h->level == 0 &&
 					(h->flags & DM_NODE_DEAD) && h->count == 0 &&
-					dm_entry_cmp(h->low, expect_low) == 0 && dm_entry_cmp(h->low, h->high) < 0;
+					dm_entry_cmp(dm_node_low(buf), expect_low) == 0 &&
+					dm_entry_cmp(dm_node_low(buf), dm_node_high(buf)) < 0;
 
 				if ((rc = note_seen(w, addr)) != DM_OK)
 					goto out;
@@ -243,7 +244,7 @@ run_walk(walk *w)
 								 (unsigned long long) addr, level, dm_gaddr_node(addr), t->placement_level, home);
 					goto out;
 				}
-				if (dm_entry_cmp(h->low, expect_low) != 0)
+				if (dm_entry_cmp(dm_node_low(buf), expect_low) != 0)
 				{
 					rc = problem(w, "node 0x%llx: low fence does not equal the previous node's high fence",
 								 (unsigned long long) addr);
@@ -278,12 +279,12 @@ run_walk(walk *w)
 							goto out;
 						}
 					}
-					next[nnext] = INNER_ENTS(buf)[c].child;
-					next_sep[nnext] = INNER_ENTS(buf)[c].sep;
+					next[nnext] = dm_node_child(buf, c);
+					next_sep[nnext] = dm_node_sep(buf, c);
 					next_home[nnext] = level > t->placement_level ? dm_gaddr_node(next[nnext]) : home;
 					nnext++;
 				}
-				expect_low = h->high;
+				expect_low = dm_node_high(buf);
 				prev_addr = addr;
 				/* does the chain reach the next listed node directly? */
 				if (i + 1 < ncur ? h->right == cur[i + 1] : h->right == 0)

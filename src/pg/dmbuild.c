@@ -146,9 +146,11 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		if (more)
 		{
-			batch[nbatch].key = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 1, &isnull)));
-			batch[nbatch].tid = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 2, &isnull)));
-			nbatch++;
+			uint64		key = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 1, &isnull)));
+			uint64		tid = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 2, &isnull)));
+
+			/* whole entries: no suffix (palloc leaves the memory undefined) */
+			batch[nbatch++] = dm_entry_make(key, tid);
 		}
 		if (nbatch == LOAD_BATCH || (!more && nbatch > 0))
 		{

@@ -742,7 +742,7 @@ run_isolation(void)
 			   *cb;
 	dm_tree    *t;
 	dm_rpc_off_req req;
-	uint8_t		rep[sizeof(dm_rpc_off_rep) + 16 * sizeof(dm_entry)];
+	uint8_t		rep[sizeof(dm_rpc_off_rep) + 16 * sizeof(dm_entry_wire)];
 	int			found = -1;
 
 	args[7] = test_auth_file();

@@ -100,7 +100,7 @@ make_node(void *buf, uint32_t size, int level, uint64_t tag, dm_gaddr addr, uint
 
 	dm_node_init(buf, size, level, tag, dm_entry_make(addr, 0), dm_entry_make(addr + 1, 0));
 	for (int i = 0; i < n; i++)
-		LEAF_ENTS(buf)[i] = dm_entry_make(addr, counter);
+		LEAF_ENTS(buf)[i] = dm_raw_of(dm_entry_make(addr, counter));
 	NODE_HDR(buf)->count = (uint16_t) (level == 0 ? n : dm_inner_cap(size));
 	dm_node_seal(buf);
 }
@@ -113,7 +113,7 @@ make_node(void *buf, uint32_t size, int level, uint64_t tag, dm_gaddr addr, uint
 static int
 node_check(const void *buf, uint32_t size, uint64_t tag, dm_gaddr addr, uint64_t *counter)
 {
-	const dm_entry *e = LEAF_ENTS(buf);
+	const dm_rawent *e = LEAF_ENTS(buf);
 	int			n = dm_leaf_cap(size);
 
 	if (!dm_node_valid(buf, size, tag))

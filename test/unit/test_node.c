@@ -10,6 +10,19 @@
 #include "dm_node.h"
 #include "testutil.h"
 
+/* The in-node searches with the entry by value (they take it by pointer). */
+static int
+leaf_lb(const void *buf, dm_entry e)
+{
+	return dm_leaf_lower_bound(buf, &e);
+}
+
+static int
+child_ix(const void *buf, dm_entry e)
+{
+	return dm_inner_child_index(buf, &e);
+}
+
 #define NS 1024
 
 static void
@@ -17,7 +30,7 @@ make_leaf(uint8_t *buf, uint64_t tag, int n, uint64_t base)
 {
 	dm_node_init(buf, NS, 0, tag, DM_ENTRY_MIN, DM_ENTRY_INF);
 	for (int i = 0; i < n; i++)
-		LEAF_ENTS(buf)[i] = dm_entry_make(base + (uint64_t) i * 2, 7);
+		LEAF_ENTS(buf)[i] = dm_raw_of(dm_entry_make(base + (uint64_t) i * 2, 7));
 	NODE_HDR(buf)->count = (uint16_t) n;
 	dm_node_seal(buf);
 }
@@ -52,8 +65,8 @@ main(void)
 	 */
 	make_leaf(a, 42, 40, 100);
 	memcpy(b, a, NS);
-	memmove(&LEAF_ENTS(b)[6], &LEAF_ENTS(b)[5], 35 * sizeof(dm_entry));
-	LEAF_ENTS(b)[5] = dm_entry_make(109, 8);
+	memmove(&LEAF_ENTS(b)[6], &LEAF_ENTS(b)[5], 35 * sizeof(dm_rawent));
+	LEAF_ENTS(b)[5] = dm_raw_of(dm_entry_make(109, 8));
 	NODE_HDR(b)->count = 41;
 	dm_node_seal(b);
 	for (int cut = 8; cut < NS; cut += 8)
@@ -73,23 +86,23 @@ main(void)
 
 	/* searches */
 	make_leaf(a, 1, 40, 100);	/* keys 100, 102, ..., 178 */
-	CHECK(dm_leaf_lower_bound(a, dm_entry_make(100, 7)) == 0 &&
-		  dm_leaf_lower_bound(a, dm_entry_make(101, 0)) == 1 &&
-		  dm_leaf_lower_bound(a, dm_entry_make(178, 7)) == 39 &&
-		  dm_leaf_lower_bound(a, dm_entry_make(179, 0)) == 40 &&
-		  dm_leaf_lower_bound(a, dm_entry_make(0, 0)) == 0, "leaf lower bound");
+	CHECK(leaf_lb(a, dm_entry_make(100, 7)) == 0 &&
+		  leaf_lb(a, dm_entry_make(101, 0)) == 1 &&
+		  leaf_lb(a, dm_entry_make(178, 7)) == 39 &&
+		  leaf_lb(a, dm_entry_make(179, 0)) == 40 &&
+		  leaf_lb(a, dm_entry_make(0, 0)) == 0, "leaf lower bound");
 	dm_node_init(a, NS, 1, 1, DM_ENTRY_MIN, DM_ENTRY_INF);
 	for (int i = 0; i < 5; i++)
 	{
-		INNER_ENTS(a)[i].sep = i == 0 ? DM_ENTRY_MIN : dm_entry_make((uint64_t) i * 10, 0);
+		INNER_ENTS(a)[i].sep = dm_raw_of(i == 0 ? DM_ENTRY_MIN : dm_entry_make((uint64_t) i * 10, 0));
 		INNER_ENTS(a)[i].child = (dm_gaddr) (i + 1) * 4096;
 	}
 	NODE_HDR(a)->count = 5;
-	CHECK(dm_inner_child_index(a, dm_entry_make(0, 5)) == 0 &&
-		  dm_inner_child_index(a, dm_entry_make(10, 0)) == 1 &&
-		  dm_inner_child_index(a, dm_entry_make(9, UINT64_MAX - 1)) == 0 &&
-		  dm_inner_child_index(a, dm_entry_make(45, 0)) == 4 &&
-		  dm_inner_child_index(a, DM_ENTRY_INF) == 4, "inner child index (last separator <= entry)");
+	CHECK(child_ix(a, dm_entry_make(0, 5)) == 0 &&
+		  child_ix(a, dm_entry_make(10, 0)) == 1 &&
+		  child_ix(a, dm_entry_make(9, UINT64_MAX - 1)) == 0 &&
+		  child_ix(a, dm_entry_make(45, 0)) == 4 &&
+		  child_ix(a, DM_ENTRY_INF) == 4, "inner child index (last separator <= entry)");
 
 	/* entry order: NULLs after every value, INF after everything */
 	CHECK(dm_entry_cmp(dm_entry_make(UINT64_MAX, DM_TID_MAX), dm_entry_null(1)) < 0 &&

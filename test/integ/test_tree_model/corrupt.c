@@ -449,7 +449,7 @@ vd_hop_cases(dm_gaddr a1, const uint8_t *l1, uint8_t *mod, uint32_t ns)
 {
 	int			b0 = hop_used_bucket(l1, ns, 0),
 				b1 = hop_used_bucket(l1, ns, 1);
-	dm_entry   *B = HOP_BUCKETS(mod);
+	dm_rawent  *B = HOP_BUCKETS(mod);
 
 	if (!CHECK(b0 >= 0 && b1 >= 0, "verify %s: the hopscotch leaf has two entries", vd_name))
 		return;
@@ -587,7 +587,7 @@ run_verify_detects(const tcfg *cf)
 	{
 		memcpy(mod, l1, ns);
 		{
-			dm_entry	x = LEAF_ENTS(mod)[0];
+			dm_rawent	x = LEAF_ENTS(mod)[0];
 
 			LEAF_ENTS(mod)[0] = LEAF_ENTS(mod)[1];
 			LEAF_ENTS(mod)[1] = x;
@@ -599,7 +599,7 @@ run_verify_detects(const tcfg *cf)
 		vd_case(a1, l1, mod, ns, "a leaf entry equal to its high fence");
 
 		memcpy(mod, l1, ns);
-		LEAF_ENTS(mod)[0] = dm_entry_make(NODE_HDR(mod)->low.key - 1, 1);
+		LEAF_ENTS(mod)[0] = dm_raw_of(dm_entry_make(NODE_HDR(mod)->low.key - 1, 1));
 		vd_case(a1, l1, mod, ns, "a leaf entry below its low fence");
 
 		memcpy(mod, l1, ns);
@@ -638,7 +638,7 @@ run_verify_detects(const tcfg *cf)
 	if (INNER_ENTS(mod)[1].sep.tid > 0)
 		INNER_ENTS(mod)[1].sep.tid = 0;
 	else
-		INNER_ENTS(mod)[1].sep = dm_entry_make(INNER_ENTS(mod)[1].sep.key - 1, DM_TID_MAX);
+		INNER_ENTS(mod)[1].sep = dm_raw_of(dm_entry_make(INNER_ENTS(mod)[1].sep.key - 1, DM_TID_MAX));
 	vd_case(pa, p1, mod, ns, "a separator below its child's low fence");
 
 	memcpy(mod, p1, ns);
@@ -651,7 +651,7 @@ run_verify_detects(const tcfg *cf)
 
 	memcpy(mod, p1, ns);
 	{
-		dm_inner_ent x = INNER_ENTS(mod)[1];
+		dm_rawinner x = INNER_ENTS(mod)[1];
 
 		INNER_ENTS(mod)[1] = INNER_ENTS(mod)[2];
 		INNER_ENTS(mod)[2] = x;
@@ -663,7 +663,7 @@ run_verify_detects(const tcfg *cf)
 	vd_case(ra, root, mod, ns, "a child pointer that skips a level");
 
 	memcpy(mod, root, ns);
-	NODE_HDR(mod)->high = dm_entry_make(1000000, 0);
+	NODE_HDR(mod)->high = dm_raw_of(dm_entry_make(1000000, 0));
 	vd_case(ra, root, mod, ns, "a root that does not span the key space");
 
 out:
