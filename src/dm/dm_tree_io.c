@@ -89,6 +89,21 @@
  * Slot layout: word 0 the tag, word 1 the node's address, then the node's
  * image from byte 16 on (its version is the DIRTY version made clean, and
  * the checksum covers it).
+ *
+ * A split's new right node that is a reused one (DEAD memory of the tree,
+ * dm_tree_reclaim.c: it must be written after the node's guard, in the same
+ * batch, since a stale reader may hold its address) is torn too if its
+ * writer dies inside its stores, and the repaired node would link it.  So
+ * the slot is two nodes long, and its second half holds that node's record:
+ * word 0 its final (clean) version, word 1 its address (0: no such node in
+ * this write; always stored, so an older write's record is never taken for
+ * this one's), then its image from byte 16 on.  The new node's lock word is
+ * the writer's lock value (naming the slot) until its last store, then 0.
+ * Whoever repairs the split node repairs the new one first, under the new
+ * one's lock (dm_tree_repair_locked): so it is whole before anything links
+ * it; a stale reader that finds it DIRTY takes its lock over and repairs it
+ * alone, which is as safe, since the split node stays DIRTY and locked (no
+ * writer can change what the new node must hold) until it is repaired.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -363,8 +378,9 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 			int nnew, const dm_gaddr *new_addrs, uint8_t *const *new_bufs,
 			uint32_t part_lo, uint32_t part_hi)
 {
-	dm_op		ops[24];
-	int			n = 0, g, f, sg = -1, ri = -1, hw = -1;
+	dm_op		ops[32];
+	int			n = 0, g, f, sg = -1, ri = -1, hw = -1, nreused = 0;
+	dm_gaddr	second = 0;		/* the reused new node recorded in our slot (top of the file) */
 	int			early[4] = {0};	/* new node i written before the batch */
 	uint64_t	v = NODE_HDR(buf)->version;
 	uint64_t	head[4][2];		/* each new node's lock and DIRTY version words */
@@ -410,6 +426,14 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		dm_node_seal(new_bufs[i]);
 		head[i][0] = 0;
 		head[i][1] = NODE_HDR(new_bufs[i])->version | DM_VERSION_DIRTY;
+		/* a reused node written in the locked node's batch: its lock names our slot (top of the file) */
+		if ((held & DM_LOCK_REDO) && !fresh && dm_gaddr_node(new_addrs[i]) == dm_gaddr_node(addr))
+		{
+			/* the slot has room for one (splits make one new node) */
+			if (++nreused > 1)
+				return dm_tree_fail(t, DM_ERR_INTERNAL, "more than one reused node in one write");
+			head[i][0] = held;
+		}
 		if (dm_gaddr_node(new_addrs[i]) != dm_gaddr_node(addr) || (fresh && (held & DM_LOCK_REDO)))
 		{
 			early[i] = 1;
@@ -464,6 +488,16 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		dm_op_guard(&ops[n++], slot, t->redo_tag[ri], t->redo_tag[ri] | DM_REDO_BUSY);
 		dm_op_write(&ops[n++], slot + 8, &addr, 8);
 		dm_op_write(&ops[n++], slot + 16, (uint8_t *) buf + 16, dm_node_used_bytes(buf) - 16);
+		/* the second half: the record of a reused new node, or none */
+		for (int i = 0; i < nnew; i++)
+			if (!early[i] && head[i][0] == held)
+			{
+				second = new_addrs[i];
+				dm_op_write(&ops[n++], slot + t->node_size, &NODE_HDR(new_bufs[i])->version, 8);
+				dm_op_write(&ops[n++], slot + t->node_size + 16, new_bufs[i] + 16,
+							dm_node_used_bytes(new_bufs[i]) - 16);
+			}
+		dm_op_write(&ops[n++], slot + t->node_size + 8, &second, 8);
 	}
 	g = n;
 	dm_op_guard(&ops[n++], addr + 8, v, NODE_HDR(buf)->version | DM_VERSION_DIRTY);
@@ -472,6 +506,8 @@ write_nodes(dm_tree *t, dm_gaddr addr, void *buf, uint64_t held,
 		{
 			new_node_ops(&ops[n], new_addrs[i], new_bufs[i], head[i]);
 			n += 3;
+			if (head[i][0] != 0)
+				dm_op_atomic(&ops[n++], DM_OP_CAS, new_addrs[i], held, 0);
 		}
 	/* from the checksum on (lock and version words are the ops'), then clean */
 	if (nnew == 0 && part_hi > part_lo && part_lo >= DM_NODE_HEADER && part_hi <= t->node_size &&

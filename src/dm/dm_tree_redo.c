@@ -13,6 +13,9 @@
 #include "dm_region.h"
 #include "dm_tree_int.h"
 
+/* A redo slot holds two node images: the written node's and a reused new node's (dm_tree_io.c). */
+#define REDO_SLOT_BYTES(t) (2 * (t)->node_size)
+
 /*
  * The value we put in a lock word: different for every acquisition, so a
  * waiter that sees the same value for lock_timeout knows one holder kept
@@ -61,30 +64,30 @@ dm_tree_lock_value(dm_tree *t, dm_gaddr addr)
 		uint64_t	tag;
 
 		/*
-		 * One node-sized grant of the tree's own (freed with it), apart
+		 * A grant of two nodes of the tree's own (freed with it), apart
 		 * from the handle's node grants (dm_tree_alloc.c).  Grants are
 		 * DM_SLAB_ALIGN-aligned, so the low 8 bits are free for a sequence.
 		 */
 		_Static_assert(DM_SLAB_ALIGN >= 256, "redo slot addresses leave 8 low bits free");
-		if (dm_slab_alloc(t->c, mn, t->info.tree_id, t->node_size, &slot) != DM_OK ||
+		if (dm_slab_alloc(t->c, mn, t->info.tree_id, REDO_SLOT_BYTES(t), &slot) != DM_OK ||
 			(slot & 0xFF) != 0 || (slot & DM_LOCK_REDO))
 			return next_lock_value(t);
 		/* its tag: the tree's count of slots, fenced like every write of the tree */
 		if (dm_tree_fence_op(t, &ops[0], t->home) != DM_OK)
 		{
-			(void) dm_slab_free(t->c, t->info.tree_id, slot, t->node_size);
+			(void) dm_slab_free(t->c, t->info.tree_id, slot, REDO_SLOT_BYTES(t));
 			return next_lock_value(t);
 		}
 		dm_op_atomic(&ops[1], DM_OP_FAA, DM_META_WORD_ADDR(t, DM_META_REDO_TAGS), 1, 0);
 		if (dm_post(t->c, ops, 2, NULL) != DM_OK || dm_tree_fenced_off(t, &ops[0]))
 		{
-			(void) dm_slab_free(t->c, t->info.tree_id, slot, t->node_size);
+			(void) dm_slab_free(t->c, t->info.tree_id, slot, REDO_SLOT_BYTES(t));
 			return next_lock_value(t);
 		}
 		tag = redo_tag(mn, t->info.tree_id, ops[1].result);
 		if (dm_write(t->c, slot, &tag, 8) != DM_OK)
 		{
-			(void) dm_slab_free(t->c, t->info.tree_id, slot, t->node_size);
+			(void) dm_slab_free(t->c, t->info.tree_id, slot, REDO_SLOT_BYTES(t));
 			return next_lock_value(t);
 		}
 		t->redo[i] = slot;
@@ -116,7 +119,7 @@ dm_tree_redo_release(dm_tree *t)
 		 */
 		r = dm_cas(t->c, t->redo[i], t->redo_tag[i], 0, &old);
 		if (r == DM_OK && old == t->redo_tag[i])
-			r = dm_slab_free(t->c, t->info.tree_id, t->redo[i], t->node_size);
+			r = dm_slab_free(t->c, t->info.tree_id, t->redo[i], REDO_SLOT_BYTES(t));
 		else if (r == DM_OK)
 			t->ctr.redo_slots_lost++;
 		t->redo[i] = 0;
@@ -128,21 +131,103 @@ dm_tree_redo_release(dm_tree *t)
 	return rc;
 }
 
+/*
+ * The reused new node of a dead writer's split, from the second half of its
+ * slot (rec: word 0 its clean version, word 1 its address, its image from
+ * byte 16; top of dm_tree_io.c): stored, and its version made that clean
+ * one, unless the node already has it or a newer one.  Under the node's
+ * lock: `locked` when we took it over already (we found the node DIRTY),
+ * else we take it from the dead writer (prev) or free, and give it back;
+ * held by anyone else, the repair is theirs.  1 repaired, 0 nothing done,
+ * else -status.
+ */
+static int
+repair_second(dm_tree *t, uint8_t *rec, uint64_t prev, int locked)
+{
+	dm_gaddr	r;
+	uint64_t	final, cur, old, mine = 0;
+	uint8_t    *img;
+	dm_op		ops[4];
+	int			rc;
+
+	memcpy(&final, rec, 8);
+	memcpy(&r, rec + 8, 8);
+	if (r == 0 || dm_gaddr_node(r) != dm_gaddr_node(DM_LOCK_REDO_SLOT(prev)) || (final & DM_VERSION_DIRTY))
+		return 0;
+	if ((img = aligned_alloc(8, t->node_size)) == NULL)
+		return -DM_ERR_NOMEM;
+	memset(img, 0, 16);
+	NODE_HDR(img)->version = final;
+	memcpy(img + 16, rec + 16, t->node_size - 16);
+	if (!dm_node_valid(img, t->node_size, t->info.tree_id))
+	{
+		free(img);
+		return 0;
+	}
+	if (!locked)
+	{
+		mine = next_lock_value(t);
+		if ((rc = dm_cas(t->c, r, prev, mine, &old)) == DM_OK && old != prev)
+			rc = old == 0 ? dm_cas(t->c, r, 0, mine, &old) : DM_OK;
+		if (rc != DM_OK)
+		{
+			free(img);
+			return -rc;
+		}
+		if (old != prev && old != 0)
+		{
+			free(img);
+			return 0;			/* someone else is repairing it */
+		}
+	}
+	rc = 0;
+	if ((rc = dm_read(t->c, r + 8, &cur, 8)) != DM_OK)
+		rc = -rc;
+	else if (cur != final && (cur & ~DM_VERSION_DIRTY) <= final)
+	{
+		/* DIRTY, the body, clean: only from the version seen, and fenced */
+		if ((rc = dm_tree_fence_op(t, &ops[0], dm_gaddr_node(r))) == DM_OK)
+		{
+			dm_op_guard(&ops[1], r + 8, cur, final | DM_VERSION_DIRTY);
+			dm_op_write(&ops[2], r + 16, img + 16, dm_node_used_bytes(img) - 16);
+			dm_op_atomic(&ops[3], DM_OP_CAS, r + 8, final | DM_VERSION_DIRTY, final);
+			dm_tree_wlog_add(t, r);
+			if ((rc = dm_post(t->c, ops, 4, NULL)) != DM_OK)
+				rc = -rc;
+			else if (dm_tree_fenced_off(t, &ops[0]))
+				rc = -DM_ERR_FENCED;
+			else if (dm_op_guard_failed(&ops[1]))
+				rc = 0;
+			else
+			{
+				t->ctr.node_repairs++;
+				rc = 1;
+			}
+		}
+		else
+			rc = -rc;
+	}
+	if (!locked)
+		(void) dm_cas(t->c, r, mine, 0, &old);
+	free(img);
+	return rc;
+}
+
 int
 dm_tree_repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 {
 	dm_gaddr	slot = DM_LOCK_REDO_SLOT(prev);
 	uint8_t    *img;
-	uint64_t	ver, tag, target;
+	uint64_t	ver, tag, target, second;
 	dm_op		ops[2];
 	int			rc;
 
 	if (!(prev & DM_LOCK_REDO) || slot == 0 || dm_gaddr_node(slot) != dm_gaddr_node(addr))
 		return 0;
-	if ((img = aligned_alloc(8, t->node_size)) == NULL)
+	if ((img = aligned_alloc(8, REDO_SLOT_BYTES(t))) == NULL)
 		return -DM_ERR_NOMEM;
 	dm_op_read(&ops[0], addr + 8, &ver, 8);
-	dm_op_read(&ops[1], slot, img, t->node_size);
+	dm_op_read(&ops[1], slot, img, REDO_SLOT_BYTES(t));
 	if ((rc = dm_post(t->c, ops, 2, NULL)) != DM_OK)
 	{
 		free(img);
@@ -150,14 +235,32 @@ dm_tree_repair_locked(dm_tree *t, dm_gaddr addr, uint64_t prev)
 	}
 	memcpy(&tag, img, 8);
 	memcpy(&target, img + 8, 8);
+	memcpy(&second, img + t->node_size + 8, 8);
+	/* the dead writer's slot: claimed (BUSY) by a write that never gave it back */
+	if (!((ver & DM_VERSION_DIRTY) && (tag & DM_LOCK_REDO) && (tag & DM_REDO_BUSY) &&
+		  dm_gaddr_node(tag) != dm_gaddr_node(slot)))
+	{
+		free(img);
+		return 0;
+	}
+	/* a stale reader found the reused new node of that writer's split DIRTY: that one only */
+	if (second == addr && target != addr)
+	{
+		rc = repair_second(t, img + t->node_size, prev, 1);
+		free(img);
+		return rc;
+	}
+	/* the split node's new node first: whole before the repaired node links it */
+	if (target == addr && second != 0 && (rc = repair_second(t, img + t->node_size, prev, 0)) < 0)
+	{
+		free(img);
+		return rc;
+	}
 	/* the slot's image as the node: its version is the dead write's, made clean */
 	memset(img, 0, 8);
 	NODE_HDR(img)->version = ver & ~DM_VERSION_DIRTY;
 	rc = 0;
-	/* claimed (BUSY) by a write of this node that never gave it back: the dead writer's */
-	if ((ver & DM_VERSION_DIRTY) && (tag & DM_LOCK_REDO) && (tag & DM_REDO_BUSY) &&
-		dm_gaddr_node(tag) != dm_gaddr_node(slot) && target == addr &&
-		dm_node_valid(img, t->node_size, t->info.tree_id))
+	if (target == addr && dm_node_valid(img, t->node_size, t->info.tree_id))
 	{
 		dm_op		wops[3];
 

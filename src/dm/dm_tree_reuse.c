@@ -164,6 +164,8 @@ dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *versio
 	dm_gaddr	blk;
 	int			rc;
 
+	int			first_look = t->reuse_blk == 0;
+
 	/* no list yet: look for one now and then only (a VACUUM elsewhere makes it) */
 	if (t->reuse_blk == 0 && (t->reuse_probe++ % 16) != 0)
 		return DM_ERR_NOTFOUND;
@@ -171,10 +173,14 @@ dm_tree_reuse_pop(dm_tree *t, uint16_t memnode, dm_gaddr *addr, uint64_t *versio
 		return rc;
 	if (blk == 0)
 		return DM_ERR_NOTFOUND;
-	/* empty a moment ago: look at its count now and then only */
+	/*
+	 * Empty a moment ago: look at its count now and then only -- but at
+	 * once when the list was just found (a new handle, such as a short
+	 * connection's, splits with freed nodes as soon as there are any).
+	 */
 	if ((int64_t) t->reuse_hint <= 0)
 	{
-		if ((t->reuse_probe++ % 4) != 0)
+		if (!first_look && (t->reuse_probe++ % 4) != 0)
 			return DM_ERR_NOTFOUND;
 		if ((rc = dm_read(t->c, blk, &t->reuse_hint, 8)) != DM_OK)
 			return xport(t, rc);

@@ -73,6 +73,7 @@
 
 /* The writer word of a tree this server creates. */
 extern uint64 dmindex_writer_initial(void);
+extern void dmindex_writer_forget_copied_nonces(void);
 /* A tree this server just created: its key space is this server's instance's. */
 extern void dmindex_writer_created(Relation index, dm_tree *tree);
 /*

@@ -58,16 +58,25 @@
  * instance id is this server or a copy of it (the copy has the file too):
  * it takes the tree over under its new identity only if the old instance
  * id is claimed by no other running server (a running original holds its
- * claim) and the tree's high-water mark is within its own WAL; otherwise it
- * reads and does not write.  A copy started after the original stopped for
- * good, once it has written more WAL than the original had, is not told
- * apart: do not run a copy of a primary's data directory against its
- * memnodes.  (Words written before nonces existed have nonce 0: the same
+ * claim) and the tree's high-water mark is within its own WAL.  Otherwise,
+ * and for another nonce on its own timeline, it may not use the tree at all,
+ * reads included (55000, hint REINDEX): its heap is not the writer's (the
+ * writer went on inserting, deleting and vacuuming after the copy was
+ * made), so the entries name tids that hold other rows, or no longer name
+ * rows the copy still has.  A restored base backup forgets the nonces it
+ * was copied with (dmindex_writer_forget_copied_nonces: PostgreSQL 15
+ * writes a backup_label only into a backup), so a backup recovered to its
+ * end on the original's timeline is another server, not the original.
+ * A copy made without a backup label (a file-system snapshot) started
+ * after the original stopped for good, once it has written more WAL than
+ * the original had, is not told apart: do not run such a copy of a
+ * primary's data directory against its memnodes.  (Words written before nonces existed have nonce 0: the same
  * timeline and instance id is taken as this server.)  The identity holds
  * 16 bits of the timeline; timelines past 65535 are refused.
  */
 #include "postgres.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -89,6 +98,9 @@
 #include "utils/timestamp.h"
 
 #include "dmam.h"
+
+/* the server nonce of timeline T is in the file dmindex_writer.T (hex) */
+#define NONCE_FILE_PREFIX "dmindex_writer."
 
 /* how often a backend re-reads the writer word of a tree it uses */
 #define RECHECK_MS 1000
@@ -124,7 +136,7 @@ server_nonce(TimeLineID tli)
 
 	if (cached_tli == tli)
 		return cached;
-	snprintf(path, sizeof(path), "dmindex_writer.%X", tli);
+	snprintf(path, sizeof(path), NONCE_FILE_PREFIX "%X", tli);
 	for (int attempt = 0;; attempt++)
 	{
 		FILE	   *f = AllocateFile(path, "r");
@@ -224,6 +236,48 @@ same_server(uint64 id)
 	/* written before nonces: the same timeline and instance id */
 	return IDENT_NONCE(id) == 0 && IDENT_TLI(id) == IDENT_TLI(mine) &&
 		IDENT_INSTANCE(id) == IDENT_INSTANCE(mine);
+}
+
+/*
+ * Called once at server start (the postmaster's _PG_init, in the data
+ * directory): a data directory that starts with a backup_label is a
+ * restored base backup — PostgreSQL 15 has no exclusive backups, so a
+ * primary never leaves one in its own directory — and its nonce files are
+ * the original server's.  Removed, so that this server draws its own: a
+ * backup recovered to its end stays on the original's timeline, and with
+ * the original's nonce it would take as its own the trees the original
+ * went on writing after the backup (entries naming tids its own new rows
+ * will take, entries of rows it still has already removed).  A standby
+ * made from the backup loses nothing: it writes only after a promotion, on
+ * a new timeline with a new nonce.
+ */
+void
+dmindex_writer_forget_copied_nonces(void)
+{
+	DIR		   *dir;
+	struct dirent *de;
+
+	if (access(BACKUP_LABEL_FILE, F_OK) != 0)
+		return;
+	if ((dir = opendir(".")) == NULL)
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not open directory \"%s\": %m", DataDir)));
+	while ((de = readdir(dir)) != NULL)
+	{
+		if (strncmp(de->d_name, NONCE_FILE_PREFIX, strlen(NONCE_FILE_PREFIX)) != 0)
+			continue;
+		if (unlink(de->d_name) != 0 && errno != ENOENT)
+			ereport(FATAL,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", de->d_name),
+					 errdetail("The data directory is a restored base backup; the file holds the dmindex server nonce of the server it was copied from."),
+					 errhint("Remove the file, then start the server again.")));
+		ereport(LOG,
+				(errmsg("dmindex: removed \"%s\", the writer nonce of the server this base backup was taken from",
+						de->d_name)));
+	}
+	closedir(dir);
 }
 
 uint64
@@ -346,6 +400,28 @@ refuse_not_writer(Relation index, dm_tree *tree, uint64 word)
 					   IDENT_INSTANCE(id), IDENT_TLI(id), DM_WRITER_EPOCH(word),
 					   dmindex_instance_id, GetWALInsertionTimeLine()),
 			 errhint("A standby was promoted in this server's place. Stop this server, or make it a standby of the new primary.")));
+}
+
+/*
+ * Another server writes the tree and this one is not in its history (a copy
+ * of the writer's data directory, or a server promoted to the writer's
+ * timeline number): its heap is not the one the tree describes, so it may
+ * neither write nor read the tree.
+ */
+static void
+refuse_other_server(Relation index, dm_tree *tree, uint64 word)
+{
+	uint64		id = DM_WRITER_IDENT(word);
+
+	dm_tree_writer_refuse(tree);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("index \"%s\" is written by another server", RelationGetRelationName(index)),
+			 errdetail("Its remote tree is written by dmindex instance %d on timeline %u (writer epoch %u); this server (instance %d) is on that timeline without being that server: a copy of its data directory, or a standby promoted to the same timeline number. Its rows are not the ones the tree's entries name.",
+					   IDENT_INSTANCE(id), IDENT_TLI(id), DM_WRITER_EPOCH(word), dmindex_instance_id),
+			 errhint("REINDEX INDEX %s to give this server a tree of its own, or stop this server.",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+												RelationGetRelationName(index)))));
 }
 
 static void
@@ -497,15 +573,13 @@ decide(Relation index, dm_tree *tree)
 			 * claimed by no other running server, and the tree depends on
 			 * no WAL beyond ours.  Otherwise read, do not write.  The key
 			 * ranges stay as they are (the operator chose the new id).
+			 * A copy may not read the tree either (file comment).
 			 */
 			if (DM_WRITER_EPOCH(word) >= DM_WRITER_EPOCH_MAX ||
 				high_water > (uint64) dmindex_wal_insert_end() ||
 				dmindex_claim_held_by_other(dm_tree_client(tree), dm_tree_home(tree),
 											IDENT_INSTANCE(DM_WRITER_IDENT(word))))
-			{
-				dm_tree_writer_refuse(tree);
-				return;
-			}
+				refuse_other_server(index, tree, word);
 			rc = dm_tree_writer_takeover(tree, word, DM_WRITER_MAKE(DM_WRITER_EPOCH(word) + 1, my_ident()),
 										 (uint64) dmindex_wal_insert_end(), &seen);
 			if (rc != DM_OK)
@@ -517,14 +591,11 @@ decide(Relation index, dm_tree *tree)
 			/*
 			 * The same timeline number, another server: split brain (two
 			 * standbys promoted to the same timeline number, or a copied
-			 * data directory).  It may read as any instance may; writing
-			 * is the writer's.
+			 * data directory): its heap is not the writer's, so it may
+			 * neither write nor read the tree.
 			 */
 			if (IDENT_TLI(DM_WRITER_IDENT(word)) == GetWALInsertionTimeLine())
-			{
-				dm_tree_writer_refuse(tree);
-				return;
-			}
+				refuse_other_server(index, tree, word);
 			refuse_not_writer(index, tree, word);
 		}
 		if (high_water > (uint64) fork || DM_WRITER_EPOCH(word) >= DM_WRITER_EPOCH_MAX)

@@ -155,6 +155,8 @@ _PG_init(void)
 							NULL,
 							NULL);
 
+	/* a restored base backup is another server than the one it was taken from */
+	dmindex_writer_forget_copied_nonces();
 	dmindex_auth_init();
 	dmindex_cache_init();
 	dmindex_partition_init();

@@ -73,7 +73,7 @@ granted_for(uint64_t k)
  * optionally give the grant's rest back, close, disconnect.  Returns the
  * nodes it stranded (granted and unused, not given back), or -1.
  */
-/* redo slots (one node each) left by sessions that did not give back: not grants */
+/* nodes of redo slots (two nodes each, dm_tree_io.c) left by sessions that did not give back: not grants */
 static uint64_t g_redo_stranded;
 
 static int64_t
@@ -114,10 +114,10 @@ session(int backend, const dm_tree_name *tn, uint64_t tid, int give_back, model 
 	}
 	else
 	{
-		/* + the redo slot a handle writing over shm holds (dm_tree_io.c) until it gives back */
+		/* + the redo slot (two nodes) a handle writing over shm holds (dm_tree_io.c) until it gives back */
 		stranded = (int64_t) (granted_for(ctr.splits + ctr.root_grows + ctr.nodes_unlinked) -
-							  (ctr.splits + ctr.root_grows) + ctr.redo_slots);
-		g_redo_stranded += ctr.redo_slots;
+							  (ctr.splits + ctr.root_grows) + 2 * ctr.redo_slots);
+		g_redo_stranded += 2 * ctr.redo_slots;
 	}
 out:
 	dm_tree_close(t);
@@ -199,7 +199,7 @@ run_sessions(int backend, const char *bname, int give_back, int nsessions)
 	else
 		CHECK(stranded - redo < (uint64_t) nsessions * GRANT_MAX && stranded - redo <= nodes,
 			  "%s: stranded %" PRIu64 " nodes of grants: under %d per session and no more than the tree (%" PRIu64 ")"
-			  " (+ %" PRIu64 " redo slots, one per session that wrote over shm)",
+			  " (+ %" PRIu64 " nodes of redo slots, one slot per session that wrote over shm)",
 			  name, stranded - redo, GRANT_MAX, nodes, redo);
 	/* before grants: every session that allocated took a 64 KiB slab of its own */
 	tap_diag("%s: %d sessions (%" PRIu64 " of them allocated), tree %" PRIu64 " nodes, memnode use %" PRIu64 " KiB "

@@ -83,6 +83,7 @@ typedef struct shared
 	uint64_t	steps;			/* part 2: steps of the faulted insert */
 	uint64_t	fenced;			/* writes whose guard failed (dm_tree_counters) */
 	uint64_t	repairs;		/* unfinished root splits finished */
+	uint64_t	reused;			/* part 2: nodes A's insert took from the reuse list */
 } shared;
 
 static shared *sh;
@@ -561,6 +562,10 @@ sweep(const transport *tr)
 #define TORN_SPLIT_KEYS 8		/* ... and with this many keys at once it splits it */
 
 static int	torn_nkeys = 1;		/* keys A inserts in one batch */
+static int	torn_reuse = 0;		/* the tree has reclaimed leaves, so A's split reuses one */
+
+#define TORN_DEAD_FROM 1000		/* keys of the leaves emptied and reclaimed for torn_reuse */
+#define TORN_DEAD_KEYS 80
 
 static void
 torn_a(const transport *tr, const dm_tree_name *tn, const dm_fault *f)
@@ -584,6 +589,12 @@ torn_a(const transport *tr, const dm_tree_name *tn, const dm_fault *f)
 	sh->steps = dm_client_steps(c) - s0;
 	if (rc != DM_OK)
 		cfail("A: insert failed: %s: %s", dm_strerror(rc), dm_tree_error(t));
+	{
+		dm_tree_counters ctr;
+
+		dm_tree_get_counters(t, &ctr);
+		sh->reused = ctr.nodes_reused;
+	}
 	_exit(0);
 }
 
@@ -606,6 +617,18 @@ torn_setup(const transport *tr, dm_tree_name *tn, int run)
 	for (int k = 0; k < 2 * TORN_FILL && rc == DM_OK; k++)
 		if (k < TORN_A_KEY || k >= TORN_A_KEY + torn_nkeys)
 			rc = apply(t, &k, 1, 0);
+	if (torn_reuse)
+	{
+		dm_reclaim_result res;
+
+		/* leaves of keys nobody checks, emptied and reclaimed: the reuse list A's split pops */
+		for (int k = TORN_DEAD_FROM; k < TORN_DEAD_FROM + TORN_DEAD_KEYS && rc == DM_OK; k++)
+			rc = apply(t, &k, 1, 0);
+		for (int k = TORN_DEAD_FROM; k < TORN_DEAD_FROM + TORN_DEAD_KEYS && rc == DM_OK; k++)
+			rc = apply(t, &k, 1, 1);
+		if (rc == DM_OK && (rc = dm_tree_reclaim(t, &res)) == DM_OK && res.free_nodes == 0)
+			rc = DM_ERR_NOTFOUND;
+	}
 	dm_tree_close(t);
 	dm_client_destroy(c);
 	return rc == DM_OK;
@@ -620,10 +643,13 @@ torn_setup(const transport *tr, dm_tree_name *tn, int run)
  * slot.  With nkeys = TORN_SPLIT_KEYS A's leaf splits, and A dies at every
  * point of every step: the new right node must be whole before the leaf's
  * repaired image links it (a reviewer's case: before the fix, 33 of the
- * runs left the range unreadable for good).
+ * runs left the range unreadable for good).  With reuse, the tree has
+ * reclaimed leaves and A's split takes one of them as its new node, which
+ * is written after the leaf's guard: the repair restores it from the second
+ * half of A's redo slot (dm_tree_io.c).
  */
 static void
-torn(const transport *tr, int nkeys)
+torn(const transport *tr, int nkeys, int reuse)
 {
 	/*
 	 * 31, 32: a hopscotch leaf's write (TREE_LEAF_FORMAT) stores only a few
@@ -634,9 +660,10 @@ torn(const transport *tr, int nkeys)
 	uint64_t	nsteps;
 	uint64_t	repairs0 = g_node_repairs;
 	int			run = 0, runs = 0, bad = 0;
-	const char *what = nkeys > 1 ? "torn split" : "torn";
+	const char *what = reuse ? "torn split into a reused node" : nkeys > 1 ? "torn split" : "torn";
 
 	torn_nkeys = nkeys;
+	torn_reuse = reuse;
 	if (!CHECK(torn_setup(tr, &tn, run++), "%s: %s: set up", tr->name, what))
 		return;
 	{
@@ -648,6 +675,10 @@ torn(const transport *tr, int nkeys)
 	}
 	nsteps = sh->steps;
 	CHECK(nsteps >= 2 && !sh->failed, "%s: %s: the insert takes %" PRIu64 " remote steps", tr->name, what, nsteps);
+	/* else this variant would test the fresh node's path again */
+	if (reuse)
+		CHECK(sh->reused >= 1, "%s: %s: A's split took a node from the reuse list (%" PRIu64 ")",
+			  tr->name, what, sh->reused);
 	check_tree(tr, &tn, 2 * TORN_FILL, 5000, 0, "torn dry run");
 	for (uint64_t at = 1; at <= nsteps; at++)
 		for (size_t wi = 0; wi < sizeof(words) / sizeof(words[0]); wi++)
@@ -684,6 +715,7 @@ torn(const transport *tr, int nkeys)
 	CHECK(g_node_repairs - repairs0 >= 5, "%s: %s: %" PRIu64 " torn nodes were repaired from their writer's redo slot",
 		  tr->name, what, g_node_repairs - repairs0);
 	torn_nkeys = 1;
+	torn_reuse = 0;
 }
 
 /* ---- part 3: random schedules ------------------------------------------------------------ */
@@ -888,8 +920,9 @@ main(void)
 		sweep(tr);
 		if (tr->backend == DM_BACKEND_SHM)
 		{
-			torn(tr, 1);
-			torn(tr, TORN_SPLIT_KEYS);
+			torn(tr, 1, 0);
+			torn(tr, TORN_SPLIT_KEYS, 0);
+			torn(tr, TORN_SPLIT_KEYS, 1);
 		}
 		random_schedules(tr, nsched);
 		tap_diag("%s: took %.1f s", tr->name, (now_ns() - t0) / 1e9);

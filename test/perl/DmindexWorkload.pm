@@ -92,8 +92,9 @@ sub run_pgbench_with_vacuum
 
 # start_write_load($node, duration => seconds, lo => , hi => (the key range),
 # clients => N, ins => rows per insert, upd => , del => (key spans of an
-# update and a delete)): pgbench inserts, updates keys and deletes ranges in
-# table t on $node while a second pgbench VACUUMs t every second.  Returns at
+# update and a delete), second => the second client's script instead of
+# VACUUM): pgbench inserts, updates keys and deletes ranges in table t on
+# $node while a second pgbench VACUUMs t every second.  Returns at
 # once a hash: bench and vac (IPC::Run harnesses to pump and finish), out
 # and err (references to pgbench's stdout and stderr).
 sub start_write_load
@@ -108,7 +109,7 @@ sub start_write_load
 		  . "UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + $p{upd};\n",
 		'load_delete.sql' => "\\set k random($lo, " . ($hi - $p{del}) . ")\n"
 		  . "DELETE FROM t WHERE k BETWEEN :k AND :k + $p{del};\n",
-		'load_vacuum.sql' => "VACUUM t;\n\\sleep 1000 ms\n");
+		'load_vacuum.sql' => $p{second} // "VACUUM t;\n\\sleep 1000 ms\n");
 	for my $f (keys %scripts)
 	{
 		open(my $fh, '>', "$dir/$f") or die "$dir/$f: $!";

@@ -111,18 +111,21 @@ is(dmindex_check($node, 'postgres', 't0_v'), '4003|4002|t',
 $node->stop;
 
 # Another server on the same timeline number (split brain: two standbys
-# promoted to one timeline number) has another server nonce: it may read,
-# not write.  Simulated by setting this server's nonce file aside.
+# promoted to one timeline number) has another server nonce: its heap is
+# not the writer's, so it may neither read nor write the index.  Simulated
+# by setting this server's nonce file aside.
 my $nonce_file = $node->data_dir . '/dmindex_writer.1';
 ok(-f $nonce_file, 'the server keeps its writer nonce for timeline 1 in its data directory');
 rename($nonce_file, "$nonce_file.saved") or die "rename: $!";
 $node->start;
-is(sql($node, 'postgres', 'SET enable_seqscan = off; SELECT count(*) FROM t0 WHERE v BETWEEN 10 AND 3500'),
-	'3491', 'a server with another nonce on the writer\'s timeline reads the index');
-my ($state, $err) = query_sqlstate($node, 'postgres', 'INSERT INTO t0 VALUES (5002)');
-is($state, '55000', 'but its write is refused with 55000');
+my ($state, $err) = query_sqlstate($node, 'postgres',
+	'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM t0 WHERE v BETWEEN 10 AND 3500');
+is($state, '55000', 'a server with another nonce on the writer\'s timeline may not read the index (55000)');
+like($err, qr/index "t0_v" is written by another server/, '... naming the index');
+($state, $err) = query_sqlstate($node, 'postgres', 'INSERT INTO t0 VALUES (5002)');
+is($state, '55000', 'and its write is refused with 55000');
 like($err, qr/t0_v/, '... naming the index');
-is($node->safe_psql('postgres', 'SELECT count(*) FROM t0 WHERE v = 5002'), '0', 'and the row is not there');
+is($node->safe_psql('postgres', "$DmindexTest::seq_only SELECT count(*) FROM t0 WHERE v = 5002"), '0', 'and the row is not there');
 $node->stop;
 rename("$nonce_file.saved", $nonce_file) or die "rename: $!";
 $node->start;
@@ -132,9 +135,11 @@ is(dmindex_check($node, 'postgres', 't0_v'), '4004|4003|t',
 $node->stop;
 
 # A copy of a primary's data directory started as a second primary (not a
-# standby: no standby.signal) has the same timeline and nonce file.  With
-# another instance id, while the original runs and holds its claim, it may
-# read the index but not write it: its heap is not the original's.
+# standby: no standby.signal), here from a base backup: it forgets the
+# nonce it was copied with, so it is another server on the original's
+# timeline.  Its heap is not the original's: it may neither read nor write
+# the index (with another instance id, while the original runs).  The
+# original is not disturbed.
 my $orig = new_dmindex_node('orig', [$mn], init => { allows_streaming => 1 });
 $orig->safe_psql('postgres', q{
 	CREATE TABLE c (v int8);
@@ -148,10 +153,12 @@ my $copy = PostgreSQL::Test::Cluster->new('copy');
 $copy->init_from_backup($orig, 'copy_backup');
 $copy->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
 $copy->start;
-is($copy->safe_psql('postgres', 'SET enable_seqscan = off; SELECT count(*) FROM c WHERE v BETWEEN 100 AND 5000'),
-	'1902', 'the copy reads the index');
+ok(!-f $copy->data_dir . '/dmindex_writer.1', 'the restored backup removed the nonce file it was copied with');
+($state, $err) = query_sqlstate($copy, 'postgres',
+	'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM c WHERE v BETWEEN 100 AND 5000');
+is($state, '55000', 'the copy may not read the index (55000)');
 ($state, $err) = query_sqlstate($copy, 'postgres', 'INSERT INTO c VALUES (5001)');
-is($state, '55000', 'the copy, same timeline and nonce but another instance id, may not write (55000)');
+is($state, '55000', 'the copy may not write (55000)');
 $orig->safe_psql('postgres', 'INSERT INTO c VALUES (5002)');
 is($orig->safe_psql('postgres', 'SET enable_seqscan = off; SELECT count(*) FROM c WHERE v >= 5000'),
 	'2', 'the original still writes');

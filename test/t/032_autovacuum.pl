@@ -1,0 +1,115 @@
+# 032_autovacuum.pl — autovacuum on a table with a dmindex index
+# (docs/pg-paths.md "VACUUM FULL, CLUSTER, autovacuum").
+#
+# Why: most tests turn autovacuum off for their tables and run VACUUM from a
+# client.  Autovacuum runs the same access-method callbacks in a background
+# worker — no client connection, its own memory and transaction handling,
+# and it is cancelled whenever a session asks for a conflicting lock, also
+# in the middle of the index's bulk delete.  A cancelled bulk delete must
+# leave no entry pointing at a tid the heap then frees (the heap pass does
+# not run), and the entries it did delete must be of dead rows only.
+#
+# Four clients insert, update keys and delete ranges for 25 s with an
+# aggressive autovacuum (naptime 1 s, no thresholds, no cost delay) while a
+# fifth takes SHARE UPDATE EXCLUSIVE locks on the table now and then, which
+# cancels a running autovacuum.  Meanwhile index answers (point, range,
+# ordered both ways) are compared with seqscans in one snapshot.  Afterwards:
+# autovacuum ran repeatedly and was cancelled at least once (else the test
+# proves nothing about cancels and says so), every condition through the
+# index equals the seqscan and the btree, index-only scans too, and
+# dmindex_check(index, true) passes once autovacuum has caught up.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DmindexTest;
+use DmindexWorkload;
+
+my $mn = start_memnode(args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
+my $node = new_dmindex_node(
+	'autovac', [$mn],
+	conf => "autovacuum = on\n"
+	  . "autovacuum_naptime = 1s\n"
+	  . "autovacuum_vacuum_threshold = 0\n"
+	  . "autovacuum_vacuum_scale_factor = 0\n"
+	  . "autovacuum_vacuum_insert_threshold = 100\n"
+	  . "autovacuum_vacuum_insert_scale_factor = 0\n"
+	  . "autovacuum_vacuum_cost_delay = 0\n"
+	  . "log_autovacuum_min_duration = 0\n"
+	  . "deadlock_timeout = 100ms\n"
+	  . "max_connections = 30\n"
+	  . "dmindex.cache_size = 2MB\n");
+
+$node->safe_psql('postgres', q{
+CREATE TABLE t (id bigserial, k int, kb int GENERATED ALWAYS AS (k) STORED, pad text);
+INSERT INTO t (k, pad) SELECT (g * 7919) % 50000, 'initial' FROM generate_series(1, 20000) g;
+CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
+CREATE INDEX t_kb_bt ON t (kb);
+ANALYZE t;
+});
+
+sub av_count
+{
+	return $node->safe_psql('postgres',
+		"SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 't'");
+}
+my $av0 = av_count();
+
+# the second client: a lock that conflicts with autovacuum, held briefly
+my $load = start_write_load(
+	$node,
+	duration => 25, lo => 0, hi => 50000, clients => 4, ins => 20, upd => 10, del => 30,
+	second => "BEGIN;\nLOCK TABLE t IN SHARE UPDATE EXCLUSIVE MODE;\nSELECT pg_sleep(0.02);\nCOMMIT;\n\\sleep 300 ms\n");
+my $seed = 7;
+my ($checks, $problems) = check_during_load(
+	$load, [$node],
+	sub {
+		my ($n) = @_;
+		$seed = ($seed * 1103515245 + 12345) % 2147483648;
+		my $a = $seed % 49000;
+		return compare_in_snapshot($n, $a + 17, $a, $a + 800, bitmap => 1);
+	});
+diag $_ for @$problems;
+is(scalar(@$problems), 0, "index answers equal seqscans during the load ($checks->{autovac} checks)");
+like(${ $load->{out} }, qr/number of failed transactions: 0 \(/, 'no write transaction failed');
+
+# autovacuum catches up with the dead rows of the load
+$node->poll_query_until('postgres',
+	"SELECT n_dead_tup = 0 FROM pg_stat_user_tables WHERE relname = 't'")
+  or diag 'autovacuum left dead rows';
+my $ran = av_count() - $av0;
+cmp_ok($ran, '>=', 3, "autovacuum vacuumed the table repeatedly ($ran times)");
+my $log = slurp_file($node->logfile);
+my $cancels = () = $log =~ /canceling autovacuum task/g;
+my $idx_vac = () = $log =~ /index "t_k_dm": pages/g;
+note "autovacuum cancelled $cancels times, logged t_k_dm $idx_vac times";
+cmp_ok($cancels, '>=', 1, "a conflicting lock cancelled autovacuum ($cancels times)");
+cmp_ok($idx_vac, '>=', 1, "autovacuum's log shows it vacuumed the dmindex index ($idx_vac times)");
+unlike($log, qr/ERROR:.*(dmindex|t_k_dm|remote tree)|PANIC|server process .* terminated/,
+	'no dmindex error, PANIC or crashed process in the server log');
+
+my @conds = ('k BETWEEN 0 AND 50000', 'k < 1000', 'k BETWEEN 20000 AND 20500', 'k = 777', 'k > 49000');
+ok(index_matches_seqscan($node, 't', \@conds, 'after the load'), 'every condition through the index equals the seqscan');
+my $bt = $node->safe_psql('postgres',
+	"SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id)) FROM t WHERE kb >= 0");
+my $dm = $node->safe_psql('postgres',
+	"$DmindexTest::idx_only SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id)) FROM t WHERE k >= 0");
+is($dm, $bt, 'the dmindex index and the btree give the same rows');
+# index-only scans after autovacuum set pages all-visible
+$node->safe_psql('postgres', 'VACUUM t');
+my $ios = $node->safe_psql('postgres',
+	"SET enable_seqscan = off; SET enable_bitmapscan = off; EXPLAIN (COSTS OFF) SELECT k FROM t WHERE k BETWEEN 100 AND 30000");
+like($ios, qr/Index Only Scan using t_k_dm/, 'an index-only scan is planned');
+is($node->safe_psql('postgres',
+	"SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) || ':' || sum(k) FROM t WHERE k BETWEEN 100 AND 30000"),
+	$node->safe_psql('postgres',
+	"$DmindexTest::seq_only SELECT count(*) || ':' || sum(k) FROM t WHERE k BETWEEN 100 AND 30000"),
+	'the index-only scan equals the seqscan');
+like(dmindex_check($node, 'postgres', 't_k_dm', 1), qr/\|t$/, 'dmindex_check(t_k_dm, true) passes');
+
+$node->stop;
+is(stop_memnode($mn), 0, 'memnode shuts down cleanly');
+done_testing();
