@@ -303,21 +303,23 @@ sub dmindex_check
 		  . ($heapallindexed ? 'true' : 'false') . ")");
 }
 
-# index_matches_seqscan($node, $table, \@where, $label, $prefix): for each
-# condition, the rows of $table (their count and the md5 of their ids, so
-# the table needs an id column) as a plain index scan returns them (after
-# $prefix, e.g. a SET of the transport) and as a sequential scan does; a
-# diag for each that differs.  1 if every condition agrees.
+# index_matches_seqscan($node, $table, \@where, $label, $prefix, $dbname):
+# for each condition, the rows of $table (their count and the md5 of their
+# ids, so the table needs an id column) as a plain index scan returns them
+# (after $prefix, e.g. a SET of the transport) and as a sequential scan does,
+# in database $dbname (postgres); a diag for each that differs.  1 if every
+# condition agrees.
 sub index_matches_seqscan
 {
-	my ($node, $table, $where, $label, $prefix) = @_;
+	my ($node, $table, $where, $label, $prefix, $dbname) = @_;
 	$prefix //= '';
+	$dbname //= 'postgres';
 	my $all = 1;
 	for my $w (@$where)
 	{
 		my $q = "SELECT count(*) || ':' || coalesce(md5(string_agg(id::text, ',' ORDER BY id)), '-') FROM $table WHERE $w";
-		my $via_index = sql($node, 'postgres', "$prefix $idx_only $q");
-		my $via_heap = sql($node, 'postgres', "$seq_only $q");
+		my $via_index = sql($node, $dbname, "$prefix $idx_only $q");
+		my $via_heap = sql($node, $dbname, "$seq_only $q");
 		next if $via_index eq $via_heap;
 		diag "$label, $table: $w: index $via_index, seq scan $via_heap";
 		$all = 0;
