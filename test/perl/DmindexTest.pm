@@ -21,7 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(start_memnode restart_memnode kill_memnode stop_memnode
-  memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby
+  memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby streaming_standby
   memnode_trees query_sqlstate sql dmindex_check index_matches_seqscan $idx_only $seq_only);
 
 # Prefixes that leave a query one plan: a plain index scan, or a seqscan
@@ -269,6 +269,29 @@ sub new_dmindex_standby
 		  . ($p{conf} // ''));
 	$s->start;
 	$primary->wait_for_catchup($s, 'replay') if $p{wait} // 1;
+	return $s;
+}
+
+# streaming_standby($upstream, $backup, $name, $conf): a streaming standby
+# $name made from $upstream's backup $backup with $conf appended (its
+# dmindex.instance_id, at least), started, and once it has replayed what
+# $upstream has (written, or replayed if $upstream is a standby itself),
+# returned.
+sub streaming_standby
+{
+	my ($upstream, $backup, $name, $conf) = @_;
+	my $s = PostgreSQL::Test::Cluster->new($name);
+	$s->init_from_backup($upstream, $backup, has_streaming => 1);
+	$s->append_conf('postgresql.conf', $conf);
+	$s->start;
+	if ($upstream->safe_psql('postgres', 'SELECT pg_is_in_recovery()') eq 't')
+	{
+		$upstream->wait_for_catchup($s, 'replay', $upstream->lsn('replay'));
+	}
+	else
+	{
+		$upstream->wait_for_catchup($s, 'replay');
+	}
 	return $s;
 }
 

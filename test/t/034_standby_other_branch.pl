@@ -36,12 +36,7 @@ $p->backup('b');
 my @s;
 for my $i (1, 2, 3)
 {
-	my $s = PostgreSQL::Test::Cluster->new("s$i");
-	$s->init_from_backup($p, 'b', has_streaming => 1);
-	$s->append_conf('postgresql.conf', "dmindex.instance_id = $i\nhot_standby_feedback = off\n");
-	$s->start;
-	$p->wait_for_catchup($s, 'replay');
-	push @s, $s;
+	push @s, streaming_standby($p, 'b', "s$i", "dmindex.instance_id = $i\nhot_standby_feedback = off\n");
 }
 my ($s1, $s2, $s3) = @s;
 

@@ -50,11 +50,7 @@ ok(index_matches_seqscan($orig, 'l', $conds, 'orig'), 'the original\'s index = i
 $copy->stop;
 
 # ---- 2. a standby promoted, the old primary killed (its claim still valid)
-my $s = PostgreSQL::Test::Cluster->new('s');
-$s->init_from_backup($orig, 'b', has_streaming => 1);
-$s->append_conf('postgresql.conf', "dmindex.instance_id = 4\n");
-$s->start;
-$orig->wait_for_catchup($s, 'replay');
+my $s = streaming_standby($orig, 'b', 's', "dmindex.instance_id = 4\n");
 $orig->stop('immediate');
 $s->promote;
 $s->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()') or die;

@@ -22,17 +22,9 @@ CREATE INDEX t_kb_bt ON t (kb);
 VACUUM ANALYZE t;
 });
 $p->backup('b');
-my $s1 = PostgreSQL::Test::Cluster->new('s1');
-$s1->init_from_backup($p, 'b', has_streaming => 1);
-$s1->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
-$s1->start;
-$p->wait_for_catchup($s1, 'replay');
+my $s1 = streaming_standby($p, 'b', 's1', "dmindex.instance_id = 1\n");
 $s1->backup('b1');
-my $s3 = PostgreSQL::Test::Cluster->new('s3');
-$s3->init_from_backup($s1, 'b1', has_streaming => 1);
-$s3->append_conf('postgresql.conf', "dmindex.instance_id = 3\nhot_standby_feedback = off\n");
-$s3->start;
-$s1->wait_for_catchup($s3, 'replay', $s1->lsn('replay'));
+my $s3 = streaming_standby($s1, 'b1', 's3', "dmindex.instance_id = 3\nhot_standby_feedback = off\n");
 
 # promotion while P keeps running (S1 does not touch t_k_dm)
 $s1->promote;

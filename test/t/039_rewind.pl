@@ -24,11 +24,7 @@ CREATE INDEX t_k_dm ON t USING dmindex (k);
 VACUUM ANALYZE t;
 });
 $p->backup('b');
-my $s1 = PostgreSQL::Test::Cluster->new('s1');
-$s1->init_from_backup($p, 'b', has_streaming => 1);
-$s1->append_conf('postgresql.conf', "dmindex.instance_id = 1\n");
-$s1->start;
-$p->wait_for_catchup($s1, 'replay');
+my $s1 = streaming_standby($p, 'b', 's1', "dmindex.instance_id = 1\n");
 # P's WAL goes on past S1's end (no index write): a rewind is needed
 $s1->stop('fast');
 $p->safe_psql('postgres', 'CREATE TABLE other (v int); INSERT INTO other SELECT generate_series(1, 1000)');
