@@ -317,13 +317,16 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		return DM_ERR_FALLBACK;
 	if (!dm_offload_could_win(o, &far))
 	{
-		if (!dm_offload_explore_now(o, far))
+		if (!dm_offload_explore_now(o, far) ||
+			(far && now_ns() - o->far_explored_ns < EXPLORE_FAR_INTERVAL_NS))
 		{
 			o->ctr.decided_local++;
 			o->ctr.unwalked++;
 			return DM_ERR_FALLBACK;
 		}
 		explore = 1;
+		if (far)
+			o->far_explored_ns = now_ns();
 	}
 	if ((rc = find_start(t, lo, &start, &level)) != DM_OK)
 		return rc;

@@ -17,6 +17,15 @@
 #define COST_C_DEN 5
 #define EXPLORE_MASK 127		/* contrary choice with probability 1/128 (DEX: ~1%) */
 #define EXPLORE_RARE_MASK 1023	/* ... 1/1024 when it loses by more than 2x everywhere */
+/*
+ * ... and then at most once a second per handle: over shm such an
+ * exploration is a socket RPC (plus, now and then, a load report) that
+ * waits for a memnode thread on the clients' own cores; at 1/1024 of
+ * ~40k point queries a second per backend it cost 2-client pgbench up to
+ * ~15% on a loaded machine
+ * (the bisect of issue 10's "nothing slower", bench/results/sql-2026-11-27-ab-shm.md).
+ */
+#define EXPLORE_FAR_INTERVAL_NS UINT64_C(1000000000)
 #define EWMA_SHIFT 4			/* moving average over ~16 samples */
 #define LOAD_INTERVAL_NS 100000000ull
 #define BUSY_LIMIT_PCT 85
@@ -38,6 +47,7 @@ struct dm_offload
 	int			mode;
 	int			local;			/* running the one-sided path for it: no offload */
 	uint64_t	rng;
+	uint64_t	far_explored_ns;	/* last exploration while an RPC loses by far (at most one a second) */
 	uint64_t	tok_rng;		/* names of this handle's requests (DM_RPC_OFF_DRAIN) */
 	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
 	uint64_t	read_ns;		/* l_o (0 = no sample yet) */

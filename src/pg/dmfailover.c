@@ -111,6 +111,7 @@ typedef struct WriterCheck
 	dm_tree    *tree;			/* hash key */
 	uint64		tree_id;
 	uint64		word;			/* the writer word it was confirmed under */
+	bool		replica;		/* confirmed as a standby's read-only handle */
 	TimestampTz checked;
 } WriterCheck;
 
@@ -617,7 +618,15 @@ decide(Relation index, dm_tree *tree)
 			(void) dm_tree_writer_raise(tree, DM_WRITER_POISON);
 			refuse_after_failover(index, tree, word, final, fork);
 		}
-		if (seen == word && (rc = dm_tree_writer_raise(tree, (uint64) GetXLogInsertRecPtr())) != DM_OK)
+		/*
+		 * Mark the takeover done (a mark at least the start of our timeline:
+		 * our other backends wait for it).  The flushed end, not the insert
+		 * position: WAL inserted but not flushed may never reach a standby
+		 * of ours, and if we die before it is flushed, that standby,
+		 * promoted, must still find the mark within its fork point (it has
+		 * everything the tree depends on: we wrote nothing yet).
+		 */
+		if (seen == word && (rc = dm_tree_writer_raise(tree, (uint64) GetFlushRecPtr(NULL))) != DM_OK)
 			dmindex_tree_error(index, tree, rc);
 		if (seen == word)
 		{
@@ -637,15 +646,84 @@ decide(Relation index, dm_tree *tree)
 			 errmsg("could not settle the writer of index \"%s\"", RelationGetRelationName(index))));
 }
 
+/*
+ * A hot standby reads the tree its primary writes; it must not read a tree
+ * written on a branch of history it is not on.  After a failover the
+ * standbys that were ahead of the promoted one (asynchronous replication)
+ * cannot follow the new timeline, and standbys of an old primary that was
+ * kept running stay on the old one: each serves reads from its own heap
+ * (plain PostgreSQL: stale but consistent), while the new primary deletes
+ * entries of rows those heaps still have (missing rows; the removal
+ * horizon does not catch it, as both branches hand out the same xids) and
+ * inserts entries naming their tids.  Fine: the writer's timeline is ours,
+ * or an older one of our history (our upstream has not taken the tree over
+ * yet), or a newer one that left ours at or after the WAL we have replayed
+ * (we lag, and will follow it: what we read ahead of our heap is sorted out
+ * as for any lag, dmstandby.c); an older one only if its high-water mark is
+ * at or before the point where our timeline left it (as for a takeover).
+ * A newer one whose history we do not have yet is refused as a conflict
+ * (40001, retry); one that left our timeline before what we replayed, or
+ * does not descend from it, for good (55000).  Checked every RECHECK_MS,
+ * like the old primary's reads.  Not told apart: two servers on the same
+ * timeline number (split brain).
+ */
+static void
+standby_check(Relation index, dm_tree *tree)
+{
+	uint64		word, high_water;
+	TimeLineID	mine, tli;
+	XLogRecPtr	replayed = GetXLogReplayRecPtr(&mine);
+	List	   *history;
+	int			rc;
+
+	if ((rc = dm_tree_writer_read(tree, &word, &high_water)) != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+	/* our primary took the tree over but found the old writer had gone further: unusable */
+	if (high_water == DM_WRITER_POISON)
+		refuse_after_failover(index, tree, word, high_water, InvalidXLogRecPtr);
+	tli = IDENT_TLI(DM_WRITER_IDENT(word));
+	if (tli == 0 || tli == mine)
+		return;
+	if (tli < mine)
+	{
+		/*
+		 * An older timeline of ours, not taken over yet: fine if nothing
+		 * was written there after our timeline left it (the test a
+		 * takeover makes; past it, an old primary still writing).
+		 */
+		history = readTimeLineHistory(mine);
+		if (tliInHistory(tli, history) && high_water <= (uint64) tliSwitchPoint(tli, history, NULL))
+			return;
+	}
+	else
+	{
+		if (!existsTimeLineHistory(tli))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("canceling statement due to conflict with recovery"),
+					 errdetail("Index \"%s\" is written on timeline %u, whose history this standby (timeline %u) has not received yet.",
+							   RelationGetRelationName(index), tli, mine)));
+		history = readTimeLineHistory(tli);
+		if (tliInHistory(mine, history) && replayed <= tliSwitchPoint(mine, history, NULL))
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("index \"%s\" is written on another branch of history", RelationGetRelationName(index)),
+			 errdetail("Its remote tree is written by dmindex instance %d on timeline %u; this standby has replayed timeline %u up to %X/%X, which is not in that timeline's history.",
+					   IDENT_INSTANCE(DM_WRITER_IDENT(word)), tli, mine, LSN_FORMAT_ARGS(replayed)),
+			 errhint("Make this server a standby of the current primary again (pg_rewind or a new base backup).")));
+}
+
 void
 dmindex_writer_check(Relation index, dm_tree *tree)
 {
 	WriterCheck *wc;
 	bool		found;
 	TimestampTz now;
+	bool		replica = RecoveryInProgress();
 
-	/* a standby only reads; after its promotion every handle is decided afresh */
-	if (RecoveryInProgress() || !replicated(index))
+	if (!replicated(index))
 		return;
 	if (checks == NULL)
 	{
@@ -658,14 +736,22 @@ dmindex_writer_check(Relation index, dm_tree *tree)
 	}
 	now = GetCurrentTimestamp();
 	wc = hash_search(checks, &tree, HASH_ENTER, &found);
-	/* (a new handle at a freed one's address adopted whatever word it found: decide again) */
+	/*
+	 * (a new handle at a freed one's address adopted whatever word it found:
+	 * decide again; after a promotion too, as replica differs)
+	 */
 	if (found && wc->tree_id == dm_tree_id(tree) && wc->word == dm_tree_writer_word(tree) &&
+		wc->replica == replica &&
 		!dm_tree_writer_refused(tree) && !TimestampDifferenceExceeds(wc->checked, now, RECHECK_MS))
 		return;
 	wc->tree_id = dm_tree_id(tree);
 	wc->checked = 0;
 	wc->word = 0;
-	decide(index, tree);
+	wc->replica = replica;
+	if (replica)
+		standby_check(index, tree);
+	else
+		decide(index, tree);
 	wc->word = dm_tree_writer_word(tree);
 	wc->checked = now;
 }
@@ -683,14 +769,24 @@ dmindex_writer_may_free(dm_tree *tree)
 
 	/*
 	 * Written from an older timeline of ours: we are its successor (the
-	 * writer may not have noticed yet).  Anything else belongs to a server
-	 * that took over from us, or to another branch of history.
+	 * writer may not have noticed yet) — unless the writer still runs.  A
+	 * point-in-time recovery of a running primary's backup (to get back
+	 * rows deleted by mistake) is on a newer timeline too, and its
+	 * collector finds the original's trees of indexes its catalog does not
+	 * name (created after the target, or replaced by the REINDEX that the
+	 * XX002 hint asks for): they are the running original's, not garbage.
+	 * A writer that still holds its instance id's claim is alive; once it
+	 * has stopped, its lease runs out and the tree is collected then.
+	 * Anything else belongs to a server that took over from us, or to
+	 * another branch of history.
 	 */
 	PG_TRY();
 	{
 		XLogRecPtr	fork;
 
-		ok = fork_point(IDENT_TLI(DM_WRITER_IDENT(word)), &fork);
+		ok = fork_point(IDENT_TLI(DM_WRITER_IDENT(word)), &fork) &&
+			!dmindex_claim_held_by_other(dm_tree_client(tree), dm_tree_home(tree),
+										 IDENT_INSTANCE(DM_WRITER_IDENT(word)));
 	}
 	PG_CATCH();
 	{

@@ -504,9 +504,16 @@ dmindex_gc_free_relfilenode(Oid relfilenode)
 			continue;
 		if ((rc = list_trees(client, id, MyDatabaseId, &trees, &n, &cap)) != DM_OK)
 			dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
+		/*
+		 * DM_ERR_FENCED: the tree of another server with the same storage
+		 * (the original of a restored base backup or of a point-in-time
+		 * recovery, still running): not this index's to free, and no
+		 * reason to refuse this index its new tree.
+		 */
 		for (int k = 0; k < n; k++)
 			if (trees[k].name.relfilenode == relfilenode &&
-				(rc = free_tree_quietly(client, &trees[k].name, id)) != DM_OK && rc != DM_ERR_NOTFOUND)
+				(rc = free_tree_quietly(client, &trees[k].name, id)) != DM_OK &&
+				rc != DM_ERR_NOTFOUND && rc != DM_ERR_FENCED)
 				dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
 		if (trees)
 			pfree(trees);
@@ -574,7 +581,8 @@ dmindex_gc_database(bool all_databases)
 			rc = free_tree_quietly(client, name, id);
 			if (rc == DM_OK)
 				freed++;
-			else if (rc != DM_ERR_NOTFOUND)
+			/* FENCED: another server's tree (dmindex_writer_may_free): not garbage of ours */
+			else if (rc != DM_ERR_NOTFOUND && rc != DM_ERR_FENCED)
 				dmindex_raise(rc, client, dmindex_memnode_list->addresses[i]);
 		}
 		pfree(live);

@@ -842,6 +842,7 @@ run_auto(int backend, const char *bname)
 	int			ok = 1;
 	char		name[64];
 	int			nops;
+	uint64_t	t_explore;
 
 	memset(&o0, 0, sizeof(o0));
 	snprintf(name, sizeof(name), "auto-%s", bname);
@@ -899,10 +900,12 @@ run_auto(int backend, const char *bname)
 	}
 	/*
 	 * Where an offload loses by far (over shm; over tcp when the RPC is slow,
-	 * as under a sanitizer) it is explored 1/1024 of the time: lookups until
-	 * some were, 40,000 at most.
+	 * as under a sanitizer) it is explored 1/1024 of the time and at most
+	 * once a second (the scans above may just have): lookups until some
+	 * were, for 40,000 lookups or 3 seconds, whichever is later.
 	 */
 	nops = 0;
+	t_explore = now_ns();
 	do
 	{
 		for (int i = 0; i < 1000 && ok; i++, nops++)
@@ -917,7 +920,8 @@ run_auto(int backend, const char *bname)
 		oc.decided_local -= o0.decided_local;
 		oc.explored -= o0.explored;
 		oc.unwalked -= o0.unwalked;
-	} while (ok && nops < 40000 && (nops < 3000 || oc.explored == 0 || oc.load_reports == 0));
+	} while (ok && (nops < 40000 || now_ns() - t_explore < UINT64_C(3000000000)) &&
+			 (nops < 3000 || oc.explored == 0 || oc.load_reports == 0));
 	tap_diag("auto %s: decided %" PRIu64 " offload / %" PRIu64 " local (%" PRIu64 " explored), rpc %.1f us, read %.1f us",
 			 bname, oc.decided_offload, oc.decided_local, oc.explored, oc.rpc_ns_avg / 1e3, oc.read_ns_avg / 1e3);
 	CHECK(ok && oc.decided_offload + oc.decided_local == (uint64_t) nops && oc.explored > 0 && oc.load_reports > 0,

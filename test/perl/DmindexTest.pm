@@ -21,7 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(start_memnode restart_memnode kill_memnode stop_memnode
-  memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby
+  memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby streaming_standby
   memnode_trees query_sqlstate sql dmindex_check index_matches_seqscan $idx_only $seq_only);
 
 # Prefixes that leave a query one plan: a plain index scan, or a seqscan
@@ -272,6 +272,29 @@ sub new_dmindex_standby
 	return $s;
 }
 
+# streaming_standby($upstream, $backup, $name, $conf): a streaming standby
+# $name made from $upstream's backup $backup with $conf appended (its
+# dmindex.instance_id, at least), started, and once it has replayed what
+# $upstream has (written, or replayed if $upstream is a standby itself),
+# returned.
+sub streaming_standby
+{
+	my ($upstream, $backup, $name, $conf) = @_;
+	my $s = PostgreSQL::Test::Cluster->new($name);
+	$s->init_from_backup($upstream, $backup, has_streaming => 1);
+	$s->append_conf('postgresql.conf', $conf);
+	$s->start;
+	if ($upstream->safe_psql('postgres', 'SELECT pg_is_in_recovery()') eq 't')
+	{
+		$upstream->wait_for_catchup($s, 'replay', $upstream->lsn('replay'));
+	}
+	else
+	{
+		$upstream->wait_for_catchup($s, 'replay');
+	}
+	return $s;
+}
+
 # Total number of trees on the configured memnodes (through dbname).
 sub memnode_trees
 {
@@ -303,21 +326,23 @@ sub dmindex_check
 		  . ($heapallindexed ? 'true' : 'false') . ")");
 }
 
-# index_matches_seqscan($node, $table, \@where, $label, $prefix): for each
-# condition, the rows of $table (their count and the md5 of their ids, so
-# the table needs an id column) as a plain index scan returns them (after
-# $prefix, e.g. a SET of the transport) and as a sequential scan does; a
-# diag for each that differs.  1 if every condition agrees.
+# index_matches_seqscan($node, $table, \@where, $label, $prefix, $dbname):
+# for each condition, the rows of $table (their count and the md5 of their
+# ids, so the table needs an id column) as a plain index scan returns them
+# (after $prefix, e.g. a SET of the transport) and as a sequential scan does,
+# in database $dbname (postgres); a diag for each that differs.  1 if every
+# condition agrees.
 sub index_matches_seqscan
 {
-	my ($node, $table, $where, $label, $prefix) = @_;
+	my ($node, $table, $where, $label, $prefix, $dbname) = @_;
 	$prefix //= '';
+	$dbname //= 'postgres';
 	my $all = 1;
 	for my $w (@$where)
 	{
 		my $q = "SELECT count(*) || ':' || coalesce(md5(string_agg(id::text, ',' ORDER BY id)), '-') FROM $table WHERE $w";
-		my $via_index = sql($node, 'postgres', "$prefix $idx_only $q");
-		my $via_heap = sql($node, 'postgres', "$seq_only $q");
+		my $via_index = sql($node, $dbname, "$prefix $idx_only $q");
+		my $via_heap = sql($node, $dbname, "$seq_only $q");
 		next if $via_index eq $via_heap;
 		diag "$label, $table: $w: index $via_index, seq scan $via_heap";
 		$all = 0;

@@ -8,20 +8,8 @@
 #include <string.h>
 
 #include "dm_node.h"
+#include "nodesearch.h"
 #include "testutil.h"
-
-/* The in-node searches with the entry by value (they take it by pointer). */
-static int
-leaf_lb(const void *buf, dm_entry e)
-{
-	return dm_leaf_lower_bound(buf, &e);
-}
-
-static int
-child_ix(const void *buf, dm_entry e)
-{
-	return dm_inner_child_index(buf, &e);
-}
 
 #define NS 1024
 

@@ -16,20 +16,8 @@
 
 #include "dm_node.h"
 #include "entrymodel.h"
+#include "nodesearch.h"
 #include "testutil.h"
-
-/* The in-node searches with the entry by value (they take it by pointer). */
-static int
-leaf_lb(const void *buf, dm_entry e)
-{
-	return dm_leaf_lower_bound(buf, &e);
-}
-
-static int
-child_ix(const void *buf, dm_entry e)
-{
-	return dm_inner_child_index(buf, &e);
-}
 
 #define MAXK 992				/* dm_tree_key_max(4096) */
 #define BIG (4u << 20)			/* scratch for corrupted images: a bad count or heap_bytes reaches far */
