@@ -312,7 +312,8 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	size_t		cap = sizeof(*rep) + (size_t) max * sizeof(dm_entry_wire);
 	uint8_t    *rbuf;
 
-	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica ||
+	/* requests and replies carry 64-bit keys: VAR trees stay one-sided (DESIGN.md §5.2) */
+	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica || t->key_var ||
 		(write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
 		return DM_ERR_FALLBACK;
 	if (!dm_offload_could_win(o, &far))

@@ -60,6 +60,7 @@
 
 #include "dm_tree.h"
 #include "dmindex.h"
+#include "dmkeyenc.h"
 
 /* Support function numbers. */
 #define DMINDEX_ENCODE_PROC 1	/* (type) -> int8: order-preserving key */
@@ -137,6 +138,48 @@ extern dm_entry dmindex_make_entry(Relation index, Datum value, bool isnull, Ite
 /* Encode a value of type typid with the opfamily's support function 1. */
 extern uint64 dmindex_encode(Relation index, Oid typid, Datum value);
 
+/* ---- key formats and byte keys (dmvarkey.c) ---- */
+
+/*
+ * How an index's keys are made, from its definition (cached in rd_amcache):
+ * DM_KEY_FIXED8 (one ascending NULLS LAST column of an opclass with support
+ * function 1) or DM_KEY_VAR (dmkeyenc.c's byte keys of every key column).
+ */
+typedef struct DmKeyInfo
+{
+	int			format;			/* DM_KEY_* */
+	int			natts;			/* key columns */
+	uint32		key_max;		/* VAR: the longest key (dm_tree_key_max of the node size) */
+	Oid			types[INDEX_MAX_KEYS];	/* VAR: the columns' types */
+	DmKeyColumn cols[INDEX_MAX_KEYS];	/* VAR: the columns' encodings */
+} DmKeyInfo;
+
+/*
+ * Raises 0A000 for a VAR column the encoding cannot order (type, collation,
+ * opclass).  The result lives in the relcache entry (rd_amcache), which an
+ * invalidation frees: any catalog access, even a detoasting, may accept
+ * one.  Whoever does such things while using it works on a copy
+ * (dmindex_key_info_copy; the ICU locales it names are never freed).
+ */
+extern const DmKeyInfo *dmindex_key_info(Relation index);
+extern void dmindex_key_info_copy(Relation index, DmKeyInfo *out);
+extern int	dmindex_key_format(Relation index);
+/* "fixed8", "var" (messages, dmindex_stats) */
+extern const char *dmindex_key_format_name(int format);
+/*
+ * VAR: append the key of an index row to buf and return its length; 54000
+ * if it is longer than the maximum (tid names the row in the message).
+ */
+extern int	dmindex_form_key(Relation index, Datum *values, bool *isnull, ItemPointer tid,
+							 StringInfo buf);
+/* The entry of an index row (any format); a suffix is allocated in sfxcxt. */
+extern dm_entry dmindex_form_entry(Relation index, Datum *values, bool *isnull,
+								   ItemPointer tid, MemoryContext sfxcxt);
+/* e with its suffix (if any) copied into cxt. */
+extern dm_entry dmindex_entry_copy(dm_entry e, MemoryContext cxt);
+/* VAR: the scan keys' entry ranges (dmscanvar.c); as dmindex_keys_to_ranges. */
+extern int	dmindex_var_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out);
+
 /* Whether the column's opclass can decode keys (index-only scans). */
 extern bool dmindex_can_decode(Relation index);
 extern Datum dmindex_decode(Relation index, uint64 key);
@@ -181,6 +224,12 @@ typedef struct DmMetaPageData
 	 */
 	uint32		leaf_format;
 	uint32		neighborhood;
+	/*
+	 * The tree's key format (DM_KEY_*), as its catalog entry has it: added
+	 * like leaf_format, so older metapages read 0 = DM_KEY_FIXED8, which is
+	 * what their trees have.
+	 */
+	uint32		key_format;
 } DmMetaPageData;
 
 #define DMINDEX_META_UNLOGGED_INIT 0x1	/* init fork: no tree yet, build one on first use */

@@ -21,6 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
@@ -46,9 +47,11 @@
 typedef struct DmBuildState
 {
 	Relation	index;
+	bool		var;			/* key format VAR: (bytea key, tid) */
 	Tuplesortstate *sort;
 	TupleTableSlot *slot;		/* virtual: what we put into the sort */
 	TupleTableSlot *out;		/* minimal: what the sort gives back */
+	StringInfoData key;			/* VAR: the row's key, as a bytea */
 	double		indtuples;
 } DmBuildState;
 
@@ -57,15 +60,86 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
 {
 	DmBuildState *bs = state;
-	dm_entry	e = dmindex_make_entry(index, values[0], isnull[0], tid);
 
 	ExecClearTuple(bs->slot);
-	bs->slot->tts_values[0] = Int64GetDatum(FLIP(e.key));
-	bs->slot->tts_values[1] = Int64GetDatum(FLIP(e.tid));
+	if (bs->var)
+	{
+		/* 54000 for a key above the maximum, before anything is written */
+		resetStringInfo(&bs->key);
+		appendStringInfoSpaces(&bs->key, VARHDRSZ);
+		(void) dmindex_form_key(index, values, isnull, tid, &bs->key);
+		SET_VARSIZE(bs->key.data, bs->key.len);
+		bs->slot->tts_values[0] = PointerGetDatum(bs->key.data);
+		bs->slot->tts_values[1] = Int64GetDatum(FLIP(dmindex_tid_pack(tid)));
+	}
+	else
+	{
+		dm_entry	e = dmindex_make_entry(index, values[0], isnull[0], tid);
+
+		bs->slot->tts_values[0] = Int64GetDatum(FLIP(e.key));
+		bs->slot->tts_values[1] = Int64GetDatum(FLIP(e.tid));
+	}
 	bs->slot->tts_isnull[0] = bs->slot->tts_isnull[1] = false;
 	ExecStoreVirtualTuple(bs->slot);
 	tuplesort_puttupleslot(bs->sort, bs->slot);
 	bs->indtuples++;
+}
+
+/*
+ * Where the sorted entries go.  FIXED8: the bulk load.  VAR: sorted
+ * batches inserted into the new, empty tree (each leaf written once per
+ * batch), until the core's bulk load takes VAR trees (docs/design.md §9).
+ */
+typedef struct DmLoader
+{
+	Relation	index;
+	dm_tree    *tree;
+	bool		var;
+	dm_bulk    *bulk;
+} DmLoader;
+
+static void
+loader_begin(DmLoader *ld, Relation index, dm_tree *tree, bool var, int fillfactor)
+{
+	int			rc;
+
+	ld->index = index;
+	ld->tree = tree;
+	ld->var = var;
+	ld->bulk = NULL;
+	if (var)
+		return;
+	if ((rc = dm_tree_bulk_begin(tree, fillfactor, &ld->bulk)) != DM_OK)
+		dmindex_tree_error(index, tree, rc);
+}
+
+static void
+loader_add(DmLoader *ld, const dm_entry *batch, int n)
+{
+	int			rc;
+
+	if (ld->var)
+		rc = dm_tree_insert_sorted(ld->tree, batch, n, NULL);
+	else if ((rc = dm_bulk_add(ld->bulk, batch, n)) != DM_OK)
+	{
+		dm_bulk_abort(ld->bulk);
+		ld->bulk = NULL;
+	}
+	if (rc != DM_OK)
+		dmindex_tree_error(ld->index, ld->tree, rc);
+}
+
+static void
+loader_finish(DmLoader *ld)
+{
+	int			rc;
+
+	if (ld->var)
+		return;
+	rc = dm_bulk_finish(ld->bulk);
+	ld->bulk = NULL;
+	if (rc != DM_OK)
+		dmindex_tree_error(ld->index, ld->tree, rc);
 }
 
 /* ambuild: a new remote tree for the index's new relfilenode, bulk-loaded from every heap tuple, and its metapage. */
@@ -81,10 +155,10 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	bool		nullsfirst[2] = {false, false};
 	double		reltuples;
 	dm_tree    *tree;
-	dm_bulk    *bulk;
+	DmLoader	ld;
 	dm_entry   *batch;
+	MemoryContext batchcxt;
 	int			nbatch = 0;
-	int			rc;
 	DmIndexOptions *opts = (DmIndexOptions *) index->rd_options;
 	int64		loaded = 0;
 
@@ -94,11 +168,6 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 				 errmsg("dmindex does not support temporary tables"),
 				 errdetail("The index would live in memory shared by every session and server using the memory nodes."),
 				 errhint("Use a btree index on temporary tables.")));
-	if (index->rd_indoption[0] & (INDOPTION_DESC | INDOPTION_NULLS_FIRST))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("dmindex supports only ascending order with NULLS LAST"),
-				 errhint("Create the index without DESC or NULLS FIRST; it can be scanned in both directions.")));
 	/* entries reach the tree only at commit: other sessions could not see a conflict */
 	if (indexInfo->ii_ExclusionOps != NULL)
 		ereport(ERROR,
@@ -109,11 +178,19 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	/* rebuilt in place (TRUNCATE in the creating transaction): entries for the old tree are moot */
 	dmindex_pending_rebuilt(index);
 
+	/* the key format (and, for VAR, every column's encoding) is settled before the tree exists */
+	bs.var = dmindex_key_format(index) == DM_KEY_VAR;
 	tree = dmindex_create_tree(index, MAIN_FORKNUM, true, NULL);
 
 	tupdesc = CreateTemplateTupleDesc(2);
-	TupleDescInitEntry(tupdesc, 1, "key", INT8OID, -1, 0);
+	/* VAR keys sort as bytea: memcmp, the shorter first on a tie, which is the entry order (§5.2) */
+	TupleDescInitEntry(tupdesc, 1, "key", bs.var ? BYTEAOID : INT8OID, -1, 0);
 	TupleDescInitEntry(tupdesc, 2, "tid", INT8OID, -1, 0);
+	if (bs.var)
+	{
+		sortops[0] = ByteaLessOperator;
+		initStringInfo(&bs.key);
+	}
 	bs.index = index;
 	bs.indtuples = 0;
 	bs.slot = MakeSingleTupleTableSlot(tupdesc, &TTSOpsVirtual);
@@ -135,10 +212,11 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		pgstat_progress_update_multi_param(3, params, values);
 	}
-	rc = dm_tree_bulk_begin(tree, opts ? opts->fillfactor : 90, &bulk);
-	if (rc != DM_OK)
-		dmindex_tree_error(index, tree, rc);
+	loader_begin(&ld, index, tree, bs.var, opts ? opts->fillfactor : 90);
 	batch = palloc(sizeof(dm_entry) * LOAD_BATCH);
+	/* the suffixes of one batch's entries (the sort's tuples are gone at the next fetch) */
+	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex build batch",
+									 ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
 		bool		more = tuplesort_gettupleslot(bs.sort, true, false, bs.out, NULL);
@@ -146,19 +224,28 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		if (more)
 		{
-			uint64		key = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 1, &isnull)));
 			uint64		tid = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 2, &isnull)));
 
-			/* whole entries: no suffix (palloc leaves the memory undefined) */
-			batch[nbatch++] = dm_entry_make(key, tid);
+			if (bs.var)
+			{
+				bytea	   *k = DatumGetByteaPP(slot_getattr(bs.out, 1, &isnull));
+
+				batch[nbatch++] = dmindex_entry_copy(dm_entry_from_bytes(VARDATA_ANY(k),
+																		 VARSIZE_ANY_EXHDR(k), tid),
+													 batchcxt);
+			}
+			else
+			{
+				uint64		key = UNFLIP(DatumGetInt64(slot_getattr(bs.out, 1, &isnull)));
+
+				/* whole entries: no suffix (palloc leaves the memory undefined) */
+				batch[nbatch++] = dm_entry_make(key, tid);
+			}
 		}
 		if (nbatch == LOAD_BATCH || (!more && nbatch > 0))
 		{
-			if ((rc = dm_bulk_add(bulk, batch, nbatch)) != DM_OK)
-			{
-				dm_bulk_abort(bulk);
-				dmindex_tree_error(index, tree, rc);
-			}
+			loader_add(&ld, batch, nbatch);
+			MemoryContextReset(batchcxt);
 			loaded += nbatch;
 			nbatch = 0;
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, loaded);
@@ -167,8 +254,7 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 		if (!more)
 			break;
 	}
-	if ((rc = dm_bulk_finish(bulk)) != DM_OK)
-		dmindex_tree_error(index, tree, rc);
+	loader_finish(&ld);
 
 	/*
 	 * The build left out rows dead to every snapshot the primary knows of
@@ -182,6 +268,7 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	tuplesort_end(bs.sort);
 	ExecDropSingleTupleTableSlot(bs.slot);
 	ExecDropSingleTupleTableSlot(bs.out);
+	MemoryContextDelete(batchcxt);
 	pfree(batch);
 
 	result = palloc(sizeof(IndexBuildResult));

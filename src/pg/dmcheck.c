@@ -135,10 +135,14 @@ check_tuple_callback(Relation index, ItemPointer tid, Datum *values, bool *isnul
 					 bool tupleIsAlive, void *state)
 {
 	CheckState *cs = state;
-	dm_entry	e = dmindex_make_entry(index, values[0], isnull[0], tid);
+	dm_entry	e = dmindex_form_entry(index, values, isnull, tid, CurrentMemoryContext);
+	bool		found;
 
 	cs->heap_tuples++;
-	if (bsearch(&e, cs->entries, cs->nentries, sizeof(dm_entry), entry_cmp) == NULL)
+	found = bsearch(&e, cs->entries, cs->nentries, sizeof(dm_entry), entry_cmp) != NULL;
+	if (e.sfx_len > 0)
+		pfree((void *) e.sfx);
+	if (!found)
 	{
 		if (cs->missing++ == 0)
 			cs->first_missing = *tid;
@@ -192,7 +196,7 @@ check_not_stale(Relation heap, Relation index, IndexInfo *ii, EState *estate,
 		tup.t_self = tid;
 		ExecStoreBufferHeapTuple(&tup, slot, buf);
 		FormIndexDatum(ii, slot, estate, values, isnull);
-		expect = dmindex_make_entry(index, values[0], isnull[0], &tid);
+		expect = dmindex_form_entry(index, values, isnull, &tid, CurrentMemoryContext);
 		mismatch = dm_entry_cmp(expect, e) != 0;
 		ExecClearTuple(slot);
 	}
@@ -282,6 +286,8 @@ dmindex_check(PG_FUNCTION_ARGS)
 			}
 			else if ((uint64) cs.nentries == count)
 				break;			/* verify counted fewer: it ran before us, under our lock */
+			/* a suffix points into the iterator's leaf copy: keep a copy */
+			e = dmindex_entry_copy(e, CurrentMemoryContext);
 			cs.entries[cs.nentries++] = e;
 			/* on a standby an entry may be ahead of the heap: not stale */
 			if (!standby)

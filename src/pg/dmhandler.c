@@ -191,6 +191,9 @@ dmcanreturn(Relation index, int attno)
 	 */
 	if (RecoveryInProgress())
 		return false;
+	/* byte keys are not decoded, and their scans are rechecked (dmscanvar.c) */
+	if (dmindex_key_format(index) == DM_KEY_VAR)
+		return false;
 	return dmindex_can_decode(index);
 }
 
@@ -211,7 +214,7 @@ dmhandler(PG_FUNCTION_ARGS)
 	am->amcanorderbyop = false;
 	am->amcanbackward = true;
 	am->amcanunique = false;
-	am->amcanmulticol = false;
+	am->amcanmulticol = true;	/* key format VAR (dmvarkey.c) */
 	am->amoptionalkey = true;
 	am->amsearcharray = true;	/* "col = ANY(array)": dmscankey.c */
 	am->amsearchnulls = true;

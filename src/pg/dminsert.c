@@ -204,7 +204,8 @@ spec_fate(Relation index, SpecCheck *sc, dm_entry e)
 		else
 		{
 			FormIndexDatum(sc->ii, sc->slot, sc->estate, values, isnull);
-			fate = dm_entry_cmp(dmindex_make_entry(index, values[0], isnull[0], &tid), e) == 0
+			fate = dm_entry_cmp(dmindex_form_entry(index, values, isnull, &tid,
+														CurrentMemoryContext), e) == 0
 				? SPEC_KEEP : SPEC_DROP;
 		}
 		ResetExprContext(econtext);
@@ -590,7 +591,8 @@ dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		p->entries = repalloc_huge(p->entries, sizeof(dm_entry) * p->cap);
 		p->info = repalloc_huge(p->info, sizeof(uint32) * p->cap);
 	}
-	p->entries[p->n] = dmindex_make_entry(index, values[0], isnull[0], ht_ctid);
+	/* a VAR key's suffix lives as long as the buffer (entries are moved, never their suffixes) */
+	p->entries[p->n] = dmindex_form_entry(index, values, isnull, ht_ctid, TopTransactionContext);
 	if (xact_saw_on_conflict)
 	{
 		info |= PEND_SPECULATIVE;

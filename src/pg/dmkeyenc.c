@@ -88,6 +88,7 @@
 
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "access/detoast.h"
 #include "utils/builtins.h"
 #include "utils/cash.h"
 #include "utils/date.h"
@@ -185,6 +186,15 @@ dmkeyenc_base_type(Oid typid, DmKeyDomain *domain)
 						format_type_be(typid)),
 				 errdetail("Keys are integers, floats, numeric, date and time types, money, oid, bool, uuid, bytea and strings.")));
 	return base;
+}
+
+bool
+dmkeyenc_type_supported(Oid typid)
+{
+	DmKeyDomain domain;
+
+	return dmkeyenc_type_domain(typid, &domain) ||
+		dmkeyenc_type_domain(getBaseType(typid), &domain);
 }
 
 DmKeyDomain
@@ -646,15 +656,55 @@ dmkeyenc_append_column(StringInfo buf, const DmKeyColumn *col,
 	}
 }
 
+/*
+ * A lower bound of the bytes a non-NULL value of base type typid adds to a
+ * key (its marker included), known without detoasting it: escaped strings
+ * are at least their raw bytes and the terminator (the deterministic ICU
+ * case adds the bytes as a tiebreak after the sort key).  0 where no useful
+ * bound is cheap (fixed-width types, bpchar's trailing spaces, numeric,
+ * nondeterministic ICU sort keys).
+ */
+static Size
+dmkeyenc_min_bytes(const DmKeyColumn *col, Oid typid, Datum value)
+{
+	switch (typid)
+	{
+		case BYTEAOID:
+			return 1 + (toast_raw_datum_size(value) - VARHDRSZ) + 2;
+		case TEXTOID:
+		case VARCHAROID:
+			if (col->coll == DMKEY_COLL_BYTES || col->tiebreak)
+				return 1 + (toast_raw_datum_size(value) - VARHDRSZ) + 2;
+			return 0;
+		default:
+			return 0;
+	}
+}
+
 int
 dmkeyenc_form_key(StringInfo buf, const DmKeyColumn *cols, int ncols,
-				  const Oid *typids, const Datum *values, const bool *isnull)
+				  const Oid *typids, const Datum *values, const bool *isnull,
+				  int max)
 {
 	int			start = buf->len;
 	int			i;
 
 	for (i = 0; i < ncols; i++)
+	{
+		if (max >= 0 && !isnull[i])
+		{
+			DmKeyDomain domain;
+			Oid			base = dmkeyenc_base_type(typids[i], &domain);
+			Size		need = dmkeyenc_min_bytes(&cols[i], base, values[i]);
+
+			/* a 600 MB string is refused without being read, let alone escaped */
+			if (need > 0 && (Size) (buf->len - start) + need > (Size) max)
+				return max + 1;
+		}
 		dmkeyenc_append_column(buf, &cols[i], typids[i], values[i], isnull[i]);
+		if (max >= 0 && buf->len - start > max)
+			return max + 1;
+	}
 	return buf->len - start;
 }
 

@@ -125,6 +125,8 @@ typedef struct DmKeyColumn
  * 0A000 for a type the encoding does not support.
  */
 extern DmKeyDomain dmkeyenc_domain(Oid typid);
+/* Whether typid (or a domain's base type) has a byte encoding; never raises. */
+extern bool dmkeyenc_type_supported(Oid typid);
 
 /*
  * Set up a column of type typid under collation (ignored for types that are
@@ -146,13 +148,17 @@ extern void dmkeyenc_append_column(StringInfo buf, const DmKeyColumn *col,
 /*
  * Append the key of the first ncols columns to buf and return its length
  * in bytes (what the access method compares with the maximum key length).
+ * With max >= 0 it stops as soon as the key is known to be longer than max
+ * bytes (before encoding, or even detoasting, a long string: from its raw
+ * size) and returns max + 1, leaving buf's tail unspecified; max < 0: no
+ * limit.
  * With fewer columns than the index has, the result is a key prefix: every
  * key whose leading ncols values equal these starts with exactly these
  * bytes, and no other key does (each column's encoding is prefix-free).
  */
 extern int	dmkeyenc_form_key(StringInfo buf, const DmKeyColumn *cols, int ncols,
 							  const Oid *typids, const Datum *values,
-							  const bool *isnull);
+							  const bool *isnull, int max);
 
 /*
  * The prefix successor of prefix[0..len): the smallest byte string greater

@@ -188,7 +188,7 @@ dmkeyenc_encode_call(FunctionCallInfo fcinfo, int first, ArrayType *options)
 	initStringInfo(&buf);
 	appendStringInfoSpaces(&buf, VARHDRSZ);
 	len = dmkeyenc_form_key(&buf, cols, args.ncols, args.typids, args.values,
-							args.isnull);
+							args.isnull, -1);
 	Assert(len == buf.len - VARHDRSZ);
 	result = (bytea *) buf.data;
 	SET_VARSIZE(result, VARHDRSZ + len);

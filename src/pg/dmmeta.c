@@ -227,6 +227,23 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional,
 		meta.leaf_format = (uint32) dmindex_leaf_choice(index, &h);
 		meta.neighborhood = (uint32) h;
 	}
+	/* from the index's definition (dmvarkey.c); raises for a column it cannot encode */
+	meta.key_format = (uint32) dmindex_key_format(index);
+	if (meta.key_format == DM_KEY_VAR && meta.leaf_format == DM_LEAF_HOPSCOTCH)
+	{
+		DmIndexOptions *o = (DmIndexOptions *) index->rd_options;
+
+		/* hopscotch leaves hash a 64-bit key: asked for explicitly, refuse; by default, sorted */
+		if (o && o->leaf_format == DM_LEAF_HOPSCOTCH)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("index \"%s\" cannot have hopscotch leaves",
+							RelationGetRelationName(index)),
+					 errdetail("Hopscotch leaves hold keys of 8 bytes; this index has several columns, a DESC or NULLS FIRST column, or a type whose keys are longer."),
+					 errhint("Use leaf_format = sorted.")));
+		meta.leaf_format = DM_LEAF_SORTED;
+		meta.neighborhood = 0;
+	}
 
 	if (forkNum == INIT_FORKNUM)
 	{
@@ -263,6 +280,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional,
 	to.node_size = meta.node_size;
 	to.leaf_format = (int) meta.leaf_format;
 	to.neighborhood = (int) meta.neighborhood;
+	to.key_format = (int) meta.key_format;
 	to.placement_level = (int) meta.placement_level;
 	to.nmemnodes = placement_memnodes(index, client, to.memnodes, meta.incarnations);
 	meta.nmemnodes = (uint16) to.nmemnodes;
@@ -302,6 +320,7 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional,
 
 		meta.leaf_format = (uint32) dm_tree_leaf_format(tree, &h);
 		meta.neighborhood = (uint32) h;
+		meta.key_format = (uint32) dm_tree_key_format(tree);
 	}
 	/* a tree this transaction created is freed if it aborts */
 	if (transactional)
@@ -510,6 +529,29 @@ dmindex_open_tree(Relation index)
 					 errdetail("The metapage records %s leaves (neighborhood %u); the tree has %s leaves (neighborhood %d).",
 							   dmindex_leaf_format_name((int) meta.leaf_format), meta.neighborhood,
 							   dmindex_leaf_format_name(format), h),
+					 errhint("REINDEX the index.")));
+		}
+	}
+	/*
+	 * The key format: the tree's catalog entry, the metapage and the index's
+	 * definition (which every backend's entries follow) must agree.  A
+	 * metapage from before byte keys reads FIXED8, as its tree has.
+	 */
+	{
+		int			tree_format = dm_tree_key_format(e->tree);
+		int			def_format = dmindex_key_format(index);
+
+		if ((uint32) tree_format != meta.key_format || (uint32) def_format != meta.key_format)
+		{
+			forget_cached(e);
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("the key format of index \"%s\" is inconsistent",
+							RelationGetRelationName(index)),
+					 errdetail("The metapage records key format %s, the remote tree has %s, and the index's definition asks for %s.",
+							   dmindex_key_format_name((int) meta.key_format),
+							   dmindex_key_format_name(tree_format),
+							   dmindex_key_format_name(def_format)),
 					 errhint("REINDEX the index.")));
 		}
 	}

@@ -82,6 +82,13 @@
  *	pin			for index-only scans and non-MVCC snapshots, the key-range pin
  *				that makes VACUUM wait (dmscanpin.c): it covers what the leaf
  *				copy and rnext may still give; NULL when none is held
+ *	var			key format VAR (dmvarkey.c): entries have suffixes, and the
+ *				ranges do not capture every condition, so every row is
+ *				rechecked (dmscanvar.c).  A suffix of the iterator's points
+ *				into its leaf copy, valid until its next entry: last keeps
+ *				its own copy (last_sfx), and so does the bound the streams
+ *				were opened from (from_sfx: the iterator borrows it while
+ *				open), each of the tree's maximum key length
  *	standby		the server is in recovery (a hot standby, dmstandby.c): tids
  *				past the heap's end are skipped, every tid is rechecked, and
  *				the removal horizon is checked after every remote read
@@ -118,6 +125,9 @@ typedef struct DmScanOpaqueData
 	dm_entry	last;
 	bool		exhausted;
 	DmScanPinHandle *pin;
+	bool		var;
+	uint8	   *last_sfx;
+	uint8	   *from_sfx;
 	bool		standby;
 	BlockNumber heap_nblocks;
 	Relation	heap;
@@ -135,6 +145,14 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 	scan->xs_itupdesc = RelationGetDescr(index);
 	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex scan keys",
 									   ALLOCSET_SMALL_SIZES);
+	so->var = dmindex_key_format(index) == DM_KEY_VAR;
+	if (so->var)
+	{
+		uint32		max = dmindex_key_info(index)->key_max;
+
+		so->last_sfx = palloc(max);
+		so->from_sfx = palloc(max);
+	}
 	so->heap_nblocks = InvalidBlockNumber;
 	return scan;
 }
@@ -350,6 +368,17 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	r.backward = ScanDirectionIsBackward(dir);
 	/* a direction change, or the next range: from the last returned entry on */
 	continue_after_last(so, &r);
+	/* the iterator borrows its bounds' suffixes: not last's, which moves on */
+	if (r.lo.sfx == so->last_sfx && r.lo.sfx_len > 0)
+	{
+		memcpy(so->from_sfx, r.lo.sfx, r.lo.sfx_len);
+		r.lo.sfx = so->from_sfx;
+	}
+	if (r.hi.sfx == so->last_sfx && r.hi.sfx_len > 0)
+	{
+		memcpy(so->from_sfx, r.hi.sfx, r.hi.sfx_len);
+		r.hi.sfx = so->from_sfx;
+	}
 	if (dmindex_range_empty(&r))
 	{
 		so->remote_done = true; /* nothing of this range is left in this direction */
@@ -566,6 +595,12 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 		so->exhausted = false;
 		so->has_last = true;
 		so->last = e;
+		if (e.sfx_len > 0)
+		{
+			/* e's suffix goes with the iterator's next leaf copy */
+			memcpy(so->last_sfx, e.sfx, e.sfx_len);
+			so->last.sfx = so->last_sfx;
+		}
 		pin_narrow(so);
 		dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &scan->xs_heaptid);
 
@@ -579,11 +614,12 @@ dmgettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 
 	/*
-	 * Keys encode values exactly: the index's answer needs no recheck —
-	 * except on a standby, where the entry may be the primary's for a row
-	 * not replayed yet and the tid still hold another row here.
+	 * FIXED8 keys encode values exactly: the index's answer needs no
+	 * recheck — except on a standby, where the entry may be the primary's
+	 * for a row not replayed yet and the tid still hold another row here.
+	 * VAR ranges may hold rows that fail a condition (dmscanvar.c).
 	 */
-	scan->xs_recheck = so->standby;
+	scan->xs_recheck = so->standby || so->var;
 	if (scan->xs_want_itup)
 	{
 		bool		isnull = dm_entry_is_null(e);
@@ -623,7 +659,7 @@ dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			n++;
 			if (n == lengthof(tids))
 			{
-				tbm_add_tuples(tbm, tids, n, so->standby);
+				tbm_add_tuples(tbm, tids, n, so->standby || so->var);
 				total += n;
 				n = 0;
 				CHECK_FOR_INTERRUPTS();
@@ -631,7 +667,7 @@ dmgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		}
 	}
 	if (n > 0)
-		tbm_add_tuples(tbm, tids, n, so->standby);
+		tbm_add_tuples(tbm, tids, n, so->standby || so->var);
 	total += n;
 	close_streams(so);
 	return total;
@@ -646,6 +682,11 @@ dmendscan(IndexScanDesc scan)
 	dmindex_pin_release(so->pin);
 	if (so->batch)
 		pfree(so->batch);
+	if (so->var)
+	{
+		pfree(so->last_sfx);
+		pfree(so->from_sfx);
+	}
 	MemoryContextDelete(so->keycxt);
 	if (so->heap)
 		relation_close(so->heap, NoLock);

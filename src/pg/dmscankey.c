@@ -165,6 +165,8 @@ dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out)
 	int			n = 0;
 
 	*out = NULL;
+	if (dmindex_key_format(index) == DM_KEY_VAR)
+		return dmindex_var_keys_to_ranges(index, keys, nkeys, out);
 	for (int i = 0; i < nkeys; i++)
 	{
 		ScanKey		key = &keys[i];

@@ -303,10 +303,34 @@ dmindex_pin_acquire(uint64 tree_id)
 	return h;
 }
 
+/*
+ * A pin lives in shared memory, where a VAR entry's suffix (a pointer into
+ * the scan's memory) means nothing: such a bound is widened to its prefix
+ * word, (key, 0) below and (key + 1, 0) above, which covers every entry
+ * with that prefix.  VACUUM may then wait for a few more entries than it
+ * must, never for fewer.
+ */
+static dm_entry
+pin_bound_lo(dm_entry e)
+{
+	return e.sfx_len == 0 ? e : dm_entry_make(e.key, 0);
+}
+
+static dm_entry
+pin_bound_hi(dm_entry e)
+{
+	if (e.sfx_len == 0)
+		return e;
+	return e.key == UINT64_MAX ? DM_ENTRY_INF : dm_entry_make(e.key + 1, 0);
+}
+
 void
 dmindex_pin_set(DmScanPinHandle *h, dm_entry lo, dm_entry hi)
 {
 	DmScanPin  *p;
+
+	lo = pin_bound_lo(lo);
+	hi = pin_bound_hi(hi);
 
 	if (h->slot < 0 || h->overflow)
 		return;					/* an overflow pin stays on everything */

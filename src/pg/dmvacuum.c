@@ -25,6 +25,7 @@
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "dmam.h"
@@ -45,6 +46,9 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	dm_entry	e;
 	int			rc;
 	bool		synced = false;
+	/* the suffixes of a batch's dead entries (VAR keys) */
+	MemoryContext batchcxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex vacuum batch",
+												   ALLOCSET_DEFAULT_SIZES);
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
@@ -72,7 +76,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		{
 			dmindex_tid_unpack(e.tid & ~DM_TID_NULL, &tid);
 			if (callback(&tid, callback_state))
-				dead[ndead++] = e;
+				dead[ndead++] = dmindex_entry_copy(e, batchcxt);	/* the leaf copy moves on */
 			else
 				kept++;
 		}
@@ -108,6 +112,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			/* no index-only scan may still return them when the heap frees their tids */
 			dmindex_pin_wait(dm_tree_id(tree), dead, ndead);
 			ndead = 0;
+			MemoryContextReset(batchcxt);
 		}
 		if (rc != 1)
 			break;
@@ -117,6 +122,7 @@ dmbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	if (rc < 0)
 		dmindex_tree_error(index, tree, -rc);
 	pfree(dead);
+	MemoryContextDelete(batchcxt);
 	if (stats->tuples_removed > 0)
 	{
 		dm_reclaim_result res;

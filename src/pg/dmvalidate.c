@@ -9,7 +9,10 @@
  *     family, because the indexed column and every scan key's argument are
  *     encoded with the function registered for their own type; all types of
  *     a family share one key domain;
- *   - optionally support function 2 (int8 -> type), the exact inverse of 1.
+ *   - optionally support function 2 (int8 -> type), the exact inverse of 1;
+ *   - or no support function at all, for a family of types that only the
+ *     byte keys of dmkeyenc.c encode (text, numeric, uuid, bytea...): its
+ *     indexes always have key format VAR (dmvarkey.c).
  * Support functions are registered for (type, type).
  *
  * Like the core validators, problems are reported with INFO messages and a
@@ -71,6 +74,7 @@ dmvalidate(Oid opclassoid)
 	List	   *grouplist;
 	List	   *familytypes = NIL;
 	bool		opclass_has_ops = false;
+	bool		word_family = false;
 	int			opgroups = 0;
 	int			i;
 	ListCell   *lc;
@@ -220,11 +224,25 @@ dmvalidate(Oid opclassoid)
 		}
 	}
 
-	/* Every type of the family must be encodable. */
+	/*
+	 * Every type of the family must be encodable: into a word by support
+	 * function 1, or, in a family without any (a byte-key family: text,
+	 * numeric, uuid...), by the byte encoding of dmkeyenc.c, which such
+	 * indexes use (key format VAR, dmvarkey.c).
+	 */
+	foreach(lc, grouplist)
+	{
+		OpFamilyOpFuncGroup *g = (OpFamilyOpFuncGroup *) lfirst(lc);
+
+		if (g->functionset & (1 << DMINDEX_ENCODE_PROC))
+			word_family = true;
+	}
 	foreach(lc, familytypes)
 	{
 		Oid			typid = lfirst_oid(lc);
 
+		if (!word_family && dmkeyenc_type_supported(typid))
+			continue;
 		if (!dm_family_encodes(grouplist, typid))
 		{
 			ereport(INFO,
@@ -237,7 +255,8 @@ dmvalidate(Oid opclassoid)
 	}
 
 	/* In particular the opclass's own type (if no member names it at all). */
-	if (!list_member_oid(familytypes, opcintype))
+	if (!list_member_oid(familytypes, opcintype) &&
+		(word_family || !dmkeyenc_type_supported(opcintype)))
 	{
 		ereport(INFO,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
