@@ -20,6 +20,7 @@ CREATE DATABASE dm_upgrade_old;
 CREATE DATABASE dm_upgrade_mid;
 CREATE DATABASE dm_upgrade_03;
 CREATE DATABASE dm_upgrade_04;
+CREATE DATABASE dm_upgrade_05;
 CREATE DATABASE dm_upgrade_new;
 
 -- ---- a database at 0.1 with an index, then updated ----------------------
@@ -115,6 +116,36 @@ SELECT * FROM dmindex_check('up_v', true);
 :members \gset v04_
 DROP TABLE up;
 
+-- ---- a database at 0.5, updated: 0.6 adds the operator classes of byte keys --
+-- (text, name, bpchar, bytea, uuid, numeric); a FIXED8 index built at 0.5
+-- is the same index after the update, and a multi-column one can be built
+\c dm_upgrade_05
+CREATE EXTENSION dmindex VERSION '0.5';
+CREATE TABLE up (id int, v int8, t text COLLATE "C");
+INSERT INTO up SELECT g, g % 100, 't' || (g % 37) FROM generate_series(1, 2000) g;
+CREATE INDEX up_v ON up USING dmindex (v);
+CREATE INDEX up_t ON up USING dmindex (t);
+SELECT count(*) AS byte_key_opclasses FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
+WHERE a.amname = 'dmindex' AND c.opcname IN ('text_ops', 'numeric_ops', 'uuid_ops');
+ALTER EXTENSION dmindex UPDATE;
+SELECT extversion = dmindex_version() AS updated
+FROM pg_extension WHERE extname = 'dmindex';
+SELECT count(*) AS byte_key_opclasses FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
+WHERE a.amname = 'dmindex' AND c.opcname IN ('text_ops', 'numeric_ops', 'uuid_ops');
+CREATE INDEX up_t ON up USING dmindex (t);
+CREATE INDEX up_vt ON up USING dmindex (v, t);
+INSERT INTO up SELECT g, g % 100, 't' || (g % 37) FROM generate_series(2001, 2500) g;
+SET enable_seqscan = off;
+SELECT count(*), sum(id) FROM up WHERE v BETWEEN 10 AND 19;
+SELECT count(*), sum(id) FROM up WHERE v = 10 AND t > 't2';
+SELECT count(*), sum(id) FROM up WHERE t = 't7';
+RESET enable_seqscan;
+SELECT count(*), sum(id) FROM up WHERE v = 10 AND t > 't2';
+SELECT * FROM dmindex_check('up_v', true);
+SELECT * FROM dmindex_check('up_vt', true);
+:members \gset v05_
+DROP TABLE up;
+
 -- ---- a fresh install at the default version ------------------------------
 \c dm_upgrade_new
 CREATE EXTENSION dmindex;
@@ -127,10 +158,12 @@ SELECT :'old_digest' = :'new_digest' AS same_objects,
 SELECT :'mid_digest' = :'new_digest' AS same_objects_from_02, :mid_n = :new_n AS same_count_from_02;
 SELECT :'v03_digest' = :'new_digest' AS same_objects_from_03, :v03_n = :new_n AS same_count_from_03;
 SELECT :'v04_digest' = :'new_digest' AS same_objects_from_04, :v04_n = :new_n AS same_count_from_04;
+SELECT :'v05_digest' = :'new_digest' AS same_objects_from_05, :v05_n = :new_n AS same_count_from_05;
 
 \c :regress_db
 DROP DATABASE dm_upgrade_old;
 DROP DATABASE dm_upgrade_mid;
 DROP DATABASE dm_upgrade_03;
 DROP DATABASE dm_upgrade_04;
+DROP DATABASE dm_upgrade_05;
 DROP DATABASE dm_upgrade_new;

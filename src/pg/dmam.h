@@ -16,8 +16,9 @@
  *   dmvalidate.c  amvalidate
  * The index and its tree:
  *   dmkey.c       key encoding: support functions and scan-key bounds
- *   dmkeyenc.c    byte keys of variable-length and multi-column keys
- *                 (dmkeyenc.h; not used by the callbacks yet)
+ *   dmkeyenc.c    byte keys of variable-length and multi-column keys (dmkeyenc.h)
+ *   dmvarkey.c    the key format (FIXED8 / VAR) and the entries of index rows
+ *   dmscanvar.c   scan keys -> byte ranges of VAR indexes
  *   dmmetapage.c  the metapage (block 0) as a page: reading, writing
  *   dmmeta.c      the remote tree a metapage names: create, open (cached), check
  *   dmtreeerror.c the error for a failed tree operation (dmindex_tree_error)
@@ -35,7 +36,8 @@
  *   dmcheck.c     dmindex_stats(), dmindex_check(), dmindex_gc()
  * dmindex.c (_PG_init, dmindex.h) calls each file's init function.
  *
- * Keys.  Every opclass maps its type to a 64-bit unsigned key that orders
+ * Keys (FIXED8 indexes; VAR indexes use the byte keys of dmkeyenc.c, see
+ * dmvarkey.c).  Every opclass maps its type to a 64-bit unsigned key that orders
  * exactly like the type's btree order (support function 1, "encode",
  * type -> int8 holding the key's bits).  Types whose encoding can be undone
  * exactly also have support function 2 ("decode", int8 -> type): those

@@ -31,6 +31,21 @@ PG_FUNCTION_INFO_V1(dmindex_owner);
 
 /* ---- SQL functions ------------------------------------------------------------ */
 
+/*
+ * Partition boundaries are prefix words of FIXED8 keys given as values of
+ * the column's type; an index of byte keys (VAR) has no such values yet.
+ */
+static void
+partitions_need_fixed8(Relation index)
+{
+	if (dmindex_key_format(index) == DM_KEY_VAR)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("key ranges per instance are not supported for index \"%s\"",
+						RelationGetRelationName(index)),
+				 errdetail("Its keys are byte strings (several columns, DESC or NULLS FIRST columns, or a variable-length type); boundaries are given for indexes of one fixed-width column.")));
+}
+
 /* A range bound as the indexed type's text, or NULL where it is open or not a value. */
 static Datum
 bound_text(Relation index, uint64 key, bool *isnull)
@@ -40,7 +55,7 @@ bound_text(Relation index, uint64 key, bool *isnull)
 	MemoryContext mcxt = CurrentMemoryContext;
 
 	*isnull = true;
-	if (key == 0 || !dmindex_can_decode(index))
+	if (key == 0 || dmindex_key_format(index) == DM_KEY_VAR || !dmindex_can_decode(index))
 		return (Datum) 0;
 	/* encoded keys between two values of the type do not decode: show them as NULL */
 	PG_TRY();
@@ -156,6 +171,7 @@ dmindex_set_partitions(PG_FUNCTION_ARGS)
 				 errmsg("cannot change the partition map of an index during recovery"),
 				 errhint("Run dmindex_set_partitions() on the primary; standbys pick the new map up by themselves.")));
 	index = dmindex_open_checked(indexoid, &heap, AccessShareLock);
+	partitions_need_fixed8(index);
 	if (!pg_class_ownercheck(indexoid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, RelationGetRelationName(index));
 	if (ARR_NDIM(bounds) > 1 || ARR_NDIM(insts) > 1)
@@ -260,6 +276,7 @@ dmindex_owner(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	indexoid = PG_GETARG_OID(0);
 	index = dmindex_open_checked(indexoid, &heap, AccessShareLock);
+	partitions_need_fixed8(index);
 	/* the map says nothing about rows, but only those who may read the table need it */
 	if (pg_class_aclcheck(RelationGetRelid(heap), GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
 		!pg_class_ownercheck(indexoid, GetUserId()))
