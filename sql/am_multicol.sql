@@ -122,6 +122,35 @@ FROM mc_queries, unnest(modes) AS mode,
 	LATERAL dm_compare(q, ordered, mode, '{mcd_dm}', '{mcd_bt}') c
 ORDER BY n, mode;
 
+-- ---- scrollable cursors ---------------------------------------------------------
+-- the same moves on a cursor over each index: every FETCH returns the same
+-- rows (a direction change goes on from the last returned entry, whose key
+-- the scan keeps a copy of; the key (a, b, c) is fetched, so ties of equal
+-- keys cannot reorder)
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SET enable_sort = off;
+BEGIN;
+DECLARE mc_c_dm SCROLL CURSOR FOR SELECT a, b, c::text FROM mc_dm WHERE a >= 0 ORDER BY a, b, c;
+DECLARE mc_c_bt SCROLL CURSOR FOR SELECT a, b, c::text FROM mc_bt WHERE a >= 0 ORDER BY a, b, c;
+SELECT * FROM dm_moves('{10, "BACKWARD 4", 100, "BACKWARD 150", "FORWARD 1", ALL, PRIOR,
+                         "BACKWARD 3", NEXT, "BACKWARD ALL", NEXT, LAST, PRIOR, FIRST,
+                         "ABSOLUTE 300", "RELATIVE -7", "ABSOLUTE -1", NEXT, NEXT, PRIOR}', 'mc_c_dm', 'mc_c_bt');
+CLOSE mc_c_dm;
+CLOSE mc_c_bt;
+-- over "= ANY" ranges, descending
+DECLARE mc_c_dm SCROLL CURSOR FOR SELECT a, b, c::text FROM mcd_dm WHERE a = ANY ('{3, -1, 2}')
+	ORDER BY a DESC NULLS LAST, b NULLS FIRST, c DESC;
+DECLARE mc_c_bt SCROLL CURSOR FOR SELECT a, b, c::text FROM mcd_bt WHERE a = ANY ('{3, -1, 2}')
+	ORDER BY a DESC NULLS LAST, b NULLS FIRST, c DESC;
+SELECT * FROM dm_moves('{200, "BACKWARD 150", "BACKWARD 100", 5, ALL, "BACKWARD 1000",
+                         PRIOR, NEXT, "BACKWARD ALL", "FORWARD 3", "BACKWARD 2", LAST,
+                         "RELATIVE -500", "RELATIVE 499", NEXT, PRIOR}', 'mc_c_dm', 'mc_c_bt');
+COMMIT;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+RESET enable_sort;
+
 -- ---- one column of each new type -------------------------------------------------
 CREATE TABLE vt_dm (id int, tc text COLLATE "C", ti text COLLATE "und-x-icu",
 	vc varchar(20) COLLATE "C", bc char(6) COLLATE "C", nm name, bt bytea, u uuid, nu numeric)

@@ -211,6 +211,83 @@ run_basic(int backend, const char *bname)
 	dm_client_destroy(c);
 }
 
+/*
+ * A tree of key format VAR is never offloaded, whatever the mode: requests
+ * carry 64-bit keys, and a reply's entries would lose their suffixes.
+ * Entries with suffixes go in and come back whole, one-sided.
+ */
+static void
+run_var(int backend, const char *bname)
+{
+	dm_client  *c = connect_to(&mn, backend, NULL);
+	dm_tree_name tn;
+	dm_tree_opts opts;
+	dm_tree    *t = NULL;
+	dm_offload_counters oc;
+	uint8_t		keys[200][20];
+	dm_entry	ents[200],
+				out[64],
+				resume;
+	int			n = -1,
+				more,
+				ok = 1,
+				rc;
+	char		name[64];
+
+	snprintf(name, sizeof(name), "var-%s", bname);
+	dm_tree_name_named(&tn, name);
+	memset(&opts, 0, sizeof(opts));
+	opts.node_size = 256;
+	opts.key_format = DM_KEY_VAR;
+	if (!CHECK(c && dm_tree_create_new(c, 1, &tn, &opts, &t) == DM_OK, "var %s: tree", bname))
+		return;
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_ALWAYS), DM_OK, "var %s: offload always", bname);
+	/* 20-byte keys sharing their first 8 bytes: the suffix decides the order */
+	for (int i = 0; i < 200; i++)
+	{
+		memset(keys[i], 'k', 8);
+		snprintf((char *) keys[i] + 8, 12, "%011d", 1000 + i);
+		ents[i] = dm_entry_from_bytes(keys[i], 19, (uint64_t) (i + 1));
+	}
+	CHECK_STATUS(dm_tree_insert_sorted(t, ents, 200, NULL), DM_OK, "var %s: 200 entries with suffixes", bname);
+	rc = dm_offload_scan_batch(t, DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, out, 64, &n, &more, &resume);
+	CHECK(rc == DM_ERR_FALLBACK && n == 0, "var %s: an offloaded scan batch falls back (%s, %d entries)",
+		  bname, dm_strerror(rc), n);
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, 0};
+		dm_iter    *it;
+		dm_entry	e;
+		int			k = 0;
+
+		if (CHECK_STATUS(dm_offload_iter_open(t, &r, &it), DM_OK, "var %s: iterator", bname))
+		{
+			while ((rc = dm_iter_next(it, &e)) == 1)
+				ok &= k < 200 && dm_entry_cmp(e, ents[k++]) == 0 && e.sfx_len == 11;
+			dm_iter_close(it);
+			CHECK(rc == 0 && ok && k == 200, "var %s: the scan returns the 200 entries whole, in order", bname);
+		}
+	}
+	/* auto: the policy explores the executor now and then, never for this tree */
+	CHECK_STATUS(dm_tree_set_offload(t, DM_OFFLOAD_AUTO), DM_OK, "var %s: offload auto", bname);
+	ok = 1;
+	for (int i = 0; i < 300 && ok; i++)
+	{
+		int			k = (int) (rnd() % 200);
+
+		rc = dm_offload_scan_batch(t, ents[k], 1, DM_ENTRY_INF, 1, out, 8, &n, &more, &resume);
+		if (rc == DM_OK)
+			for (int j = 0; j < n; j++)
+				ok &= k + j < 200 && dm_entry_cmp(out[j], ents[k + j]) == 0;
+		else
+			ok &= rc == DM_ERR_FALLBACK;
+	}
+	CHECK(ok, "var %s: 300 scan batches under auto fall back or return whole entries", bname);
+	dm_tree_offload_counters(t, &oc);
+	CHECK(oc.offloads == 0, "var %s: nothing was offloaded (%" PRIu64 ")", bname, oc.offloads);
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "var %s: destroy", bname);
+	dm_client_destroy(c);
+}
+
 /* Offloaded inserts (even keys) racing one-sided inserts (odd keys) that split the same leaves. */
 static void
 run_race(int backend, const char *bname)
@@ -1377,6 +1454,7 @@ main(void)
 		run_sorted(backends[i], names[i]);
 		run_owned(backends[i], names[i]);
 		run_wlog(backends[i], names[i]);
+		run_var(backends[i], names[i]);
 	}
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	run_declined();

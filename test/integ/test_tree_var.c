@@ -357,6 +357,41 @@ run_size(dm_client *c, uint32_t ns, int nkeys)
 	CHECK(bad == 0, "ns=%u: deletes report existed once (%d wrong)", ns, bad);
 	check_all(t, model, nm, ns == 256 ? "ns=256 after deletes" : "ns=1024 after deletes");
 
+	/*
+	 * One sorted batch of new entries (the access method's flushes and
+	 * builds): many land in one leaf, more bytes than one split of it
+	 * holds, so the batch must be applied in steps a split can take.
+	 */
+	{
+		int			start = nm,
+					w,
+					changed = 0,
+					rc;
+		dm_entry   *batch;
+
+		for (int i = 0; i < nkeys; i++)
+		{
+			make_key(&model[nm], kmax);
+			model[nm].tid = 1 + rnd_below(1u << 30);
+			model[nm].present = 1;
+			nm++;
+		}
+		qsort(model + start, (size_t) (nm - start), sizeof(ment), cmp_ment);
+		w = start;
+		for (int i = start; i < nm; i++)
+			if (w == start || cmp_ment(&model[w - 1], &model[i]) != 0)
+				model[w++] = model[i];
+		nm = w;
+		batch = malloc(sizeof(dm_entry) * (size_t) (nm - start));
+		for (int i = start; i < nm; i++)
+			batch[i - start] = ment_entry(&model[i]);
+		rc = dm_tree_insert_sorted(t, batch, nm - start, &changed);
+		CHECK(rc == DM_OK && changed == nm - start, "ns=%u: one sorted batch of %d entries inserted (%d, %s: %s)",
+			  ns, nm - start, changed, dm_strerror(rc), rc == DM_OK ? "" : dm_tree_error(t));
+		free(batch);
+	}
+	check_all(t, model, nm, ns == 256 ? "ns=256 after a sorted batch" : "ns=1024 after a sorted batch");
+
 	/* the catalog keeps the format */
 	if (CHECK_STATUS(dm_tree_open_existing(c, 1, &tn, &t2), DM_OK, "ns=%u: reopen", ns))
 	{
