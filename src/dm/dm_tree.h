@@ -399,6 +399,15 @@ typedef struct dm_tree_stats
 	uint64_t	free_nodes;		/* in the reuse list (not counted above) */
 	uint64_t	half_dead;		/* dead leaves still in the sibling chain (unfinished unlinks) */
 	uint64_t	hop_overflow_homes;	/* hopscotch leaves: home buckets flagged as overflowed */
+	uint64_t	used_bytes;		/* bytes of the nodes that carry data (dm_node_used_bytes) */
+	uint64_t	sep_sfx_bytes;	/* suffix bytes of inner nodes' separators (VAR trees) */
+	/*
+	 * Sorted leaves: boundaries between two non-empty neighbours whose fence
+	 * is not the one a split would put between the entries around it
+	 * (dm_tree_leaf_bound; VAR: the truncated separator).  0 right after a
+	 * bulk load; later inserts and deletes make some.
+	 */
+	uint64_t	loose_leaf_fences;
 } dm_tree_stats;
 extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
 
