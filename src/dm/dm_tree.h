@@ -295,6 +295,15 @@ extern int	dm_tree_delete(dm_tree *t, dm_entry e, int *existed);
  * the first max are stored).  For NULL keys iterate DM_RANGE_NULLS.
  */
 extern int	dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
+/*
+ * The same for a key given as an entry (its prefix word and suffix, e.g.
+ * from dm_entry_from_bytes; the tid is ignored): what a VAR tree needs,
+ * where dm_tree_lookup finds only the keys of at most 8 bytes.  In a FIXED8
+ * tree it is dm_tree_lookup of key.key.  DM_ERR_INVALID for a key the
+ * tree's format cannot hold (longer than dm_tree_key_max; a suffix in a
+ * FIXED8 tree).
+ */
+extern int	dm_tree_lookup_key(dm_tree *t, dm_entry key, uint64_t *tids, int max, int *n);
 
 /*
  * The hotspot buffer of a handle on a tree of hopscotch leaves (DESIGN.md

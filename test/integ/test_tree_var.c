@@ -269,6 +269,26 @@ check_all(dm_tree *t, ment *model, int nm, const char *phase)
 			bad++;
 	}
 	CHECK(bad == 0, "%s: contains agrees with the model for 200 entries (%d differ)", phase, bad);
+
+	/* dm_tree_lookup_key: a key's tids in order (a key's entries are adjacent in p) */
+	bad = 0;
+	for (int i = 0; i < 200 && nm > 0; i++)
+	{
+		const ment *m = &model[rnd_below((uint64_t) nm)];
+		uint64_t	tids[8],
+					want[8];
+		int			n = -1,
+					nw = 0,
+					rc = dm_tree_lookup_key(t, dm_entry_from_bytes(m->k, m->len, DM_TID_MAX), tids, 8, &n);
+
+		for (int j = 0; j < np; j++)
+			if (p[j]->len == m->len && memcmp(p[j]->k, m->k, m->len) == 0 && nw++ < 8)
+				want[nw - 1] = p[j]->tid;
+		if ((rc != DM_OK || n != nw || memcmp(tids, want, sizeof(uint64_t) * (size_t) (nw < 8 ? nw : 8)) != 0) &&
+			bad++ == 0)
+			tap_diag("%s: lookup of a %u-byte key: %s, %d tids, model %d", phase, m->len, dm_strerror(rc), n, nw);
+	}
+	CHECK(bad == 0, "%s: dm_tree_lookup_key agrees with the model for 200 keys (%d differ)", phase, bad);
 	free(p);
 }
 
@@ -305,6 +325,15 @@ run_size(dm_client *c, uint32_t ns, int nkeys)
 					 "ns=%u: a key of key_max + 1 = %u bytes is refused", ns, kmax + 1);
 		CHECK_STATUS(dm_tree_insert(t, dm_entry_null(1), &existed), DM_ERR_INVALID,
 					 "ns=%u: a NULL-marked entry is refused (VAR trees get NULLs as bytes)", ns);
+		{
+			uint64_t	tids[1];
+			int			n = -1;
+
+			CHECK_STATUS(dm_tree_lookup_key(t, dm_entry_from_bytes(k, kmax + 1, 0), tids, 1, &n), DM_ERR_INVALID,
+						 "ns=%u: dm_tree_lookup_key of a key of key_max + 1 bytes is refused", ns);
+			CHECK(dm_tree_lookup_key(t, dm_entry_from_bytes(k, kmax, 0), tids, 1, &n) == DM_OK && n == 0,
+				  "ns=%u: dm_tree_lookup_key of a key of key_max bytes in an empty tree finds nothing", ns);
+		}
 	}
 
 	/* random inserts: keys with 1..3 tids, a tenth inserted twice */
@@ -639,6 +668,15 @@ main(void)
 					 "a FIXED8 tree refuses an entry with a suffix");
 		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(k, 8, 1), &existed), DM_OK,
 					 "and takes the 8-byte key");
+		{
+			uint64_t	tids[2];
+			int			n = -1;
+
+			CHECK_STATUS(dm_tree_lookup_key(t, dm_entry_from_bytes(k, 15, 0), tids, 2, &n), DM_ERR_INVALID,
+						 "a FIXED8 tree refuses dm_tree_lookup_key of a key with a suffix");
+			CHECK(dm_tree_lookup_key(t, dm_entry_from_bytes(k, 8, 0), tids, 2, &n) == DM_OK && n == 1 && tids[0] == 1,
+				  "dm_tree_lookup_key of its 8-byte key finds its tid (%d)", n);
+		}
 		CHECK_STATUS(dm_tree_destroy(t), DM_OK, "destroy it");
 	}
 
