@@ -31,26 +31,6 @@
 
 /* ---- writes -------------------------------------------------------------------- */
 
-static int
-entry_valid(const dm_tree *t, dm_entry e)
-{
-	uint64_t	tid = e.tid & ~DM_TID_NULL;
-
-	/*
-	 * FIXED8: no suffix.  VAR: at most dm_tree_key_max bytes, and no NULL
-	 * marker (the access method encodes NULLs as bytes, DESIGN.md §5.2).
-	 */
-	if (t->key_var ? (e.sfx_len > dm_tree_key_max(t->node_size) - 8 || (e.sfx_len != 0 && e.sfx == NULL) ||
-					  (e.tid & DM_TID_NULL) != 0) : e.sfx_len != 0)
-		return 0;
-
-	/* tids stay below DM_TID_LIMIT, so no entry can equal +infinity or a key bound */
-	if (tid >= DM_TID_LIMIT)
-		return 0;
-	/* a NULL-key entry is exactly what dm_entry_null() makes */
-	return !(e.tid & DM_TID_NULL) || e.key == UINT64_MAX;
-}
-
 /*
  * Lock the node at `level` covering e (moving right past concurrent splits).
  * Returns with the node locked (*wl) and its copy in buf.
@@ -673,7 +653,7 @@ apply_entries(dm_tree *t, const dm_entry *e, int n, int del, int *changed)
 	if (n == 0)
 		return DM_OK;
 	for (int i = 0; i < n; i++)
-		if (!entry_valid(t, e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
+		if (!dm_tree_entry_valid(t, e[i]) || (i > 0 && dm_entry_cmp(e[i - 1], e[i]) >= 0))
 			return dm_tree_fail(t, DM_ERR_INVALID, "entries must be valid and strictly ascending (at %d)", i);
 	for (int i = 0; i < n && !t->write_any; i++)
 		if (!dm_tree_owns_entry(t, e[i]))

@@ -295,6 +295,15 @@ extern int	dm_tree_delete(dm_tree *t, dm_entry e, int *existed);
  * the first max are stored).  For NULL keys iterate DM_RANGE_NULLS.
  */
 extern int	dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
+/*
+ * The same for a key given as an entry (its prefix word and suffix, e.g.
+ * from dm_entry_from_bytes; the tid is ignored): what a VAR tree needs,
+ * where dm_tree_lookup finds only the keys of at most 8 bytes.  In a FIXED8
+ * tree it is dm_tree_lookup of key.key.  DM_ERR_INVALID for a key the
+ * tree's format cannot hold (longer than dm_tree_key_max; a suffix in a
+ * FIXED8 tree).
+ */
+extern int	dm_tree_lookup_key(dm_tree *t, dm_entry key, uint64_t *tids, int max, int *n);
 
 /*
  * The hotspot buffer of a handle on a tree of hopscotch leaves (DESIGN.md
@@ -399,6 +408,15 @@ typedef struct dm_tree_stats
 	uint64_t	free_nodes;		/* in the reuse list (not counted above) */
 	uint64_t	half_dead;		/* dead leaves still in the sibling chain (unfinished unlinks) */
 	uint64_t	hop_overflow_homes;	/* hopscotch leaves: home buckets flagged as overflowed */
+	uint64_t	used_bytes;		/* bytes of the nodes that carry data (dm_node_used_bytes) */
+	uint64_t	sep_sfx_bytes;	/* suffix bytes of inner nodes' separators (VAR trees) */
+	/*
+	 * Sorted leaves: boundaries between two non-empty neighbours whose fence
+	 * is not the one a split would put between the entries around it
+	 * (dm_tree_leaf_bound; VAR: the truncated separator).  0 right after a
+	 * bulk load; later inserts and deletes make some.
+	 */
+	uint64_t	loose_leaf_fences;
 } dm_tree_stats;
 extern int	dm_tree_stats_get(dm_tree *t, dm_tree_stats *st);
 

@@ -10,6 +10,17 @@
  * Placement: inner nodes hold exactly `inner_fill` children, so node j of
  * level k belongs to the level-M subtree j / inner_fill^(M-k); subtree s
  * goes to memnode s mod n.  Nodes above M are spread round-robin.
+ *
+ * Trees of key format VAR (DESIGN.md §5.2) are loaded by bytes instead
+ * (var_* below): a node is full when its image would pass fillfactor
+ * percent of the node size, leaves are bounded by the truncated separator
+ * an insert's split would make (dm_tree_split_bound), and since fan-out then
+ * varies, a node's parent is chosen when the node is started (its low
+ * fence is known then), which gives its memnode.  The node under
+ * construction is kept as items whose suffixes are copied into its level's
+ * own arena, and every fence kept across a call into storage of the
+ * loader (dm_owned_entry): nothing points into the caller's entries after
+ * dm_bulk_add returns, nor into an image that is rebuilt.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +38,22 @@ typedef struct level_build
 	uint8_t    *buf;
 } level_build;
 
+/* A level of a VAR tree being loaded: the node under construction as items. */
+typedef struct var_level
+{
+	int			started;
+	uint64_t	index;			/* of the node under construction in its level */
+	dm_gaddr	addr;
+	dm_gaddr	left;			/* the previous node of the level (0: none) */
+	uint16_t	memnode;		/* the node's memnode */
+	dm_owned_entry low;			/* its low fence (kept across dm_bulk_add calls) */
+	dm_item    *items;			/* suffixes in arena */
+	int			n;
+	uint8_t    *arena;			/* node_size bytes: the items' suffixes fit a node */
+	uint32_t	arena_used;
+	uint32_t	bytes;			/* dm_var_need of the node with a high fence without suffix */
+} var_level;
+
 struct dm_bulk
 {
 	dm_tree    *t;
@@ -40,6 +67,12 @@ struct dm_bulk
 	int			nq;
 	dm_gaddr	qaddr[FLUSH_AT];
 	uint8_t    *qbuf;
+	/* VAR trees */
+	var_level  *v;				/* DM_TREE_MAX_LEVELS of them */
+	uint32_t	var_target;		/* fill: bytes of a node's image */
+	uint32_t	sfx_max;		/* the longest suffix of the tree's keys */
+	dm_owned_entry var_last;	/* the last entry added (b->last's suffix) */
+	uint8_t    *var_buf;		/* a node's image being built */
 };
 
 static uint16_t
@@ -202,6 +235,208 @@ add_item(dm_bulk *b, int level, dm_entry e, dm_gaddr child)
 	return DM_OK;
 }
 
+/* ---- VAR trees: nodes filled by bytes ------------------------------------------- */
+
+static int	var_add(dm_bulk *b, int level, dm_entry e, dm_gaddr child);
+
+/*
+ * Whether e still goes into the level's node.  Leaves take one entry and
+ * inner nodes two whatever their size (both fences and two slots of
+ * dm_tree_key_max fit any node, DESIGN.md §5.2), so every node splits the
+ * input and the levels shrink.  Beyond that:
+ *
+ * A leaf takes e while its image stays within the fill target, or beyond
+ * it when e continues the last entry's key (as a split prefers a cut
+ * between keys: a fence inside a key is the whole key, untruncated), and
+ * while a high fence still fits after e: the separator between e and the
+ * next entry, no longer than e's suffix (keys are prefix-free:
+ * var_bulk_add checks).
+ *
+ * An inner node's next item and high fence are separators of any length
+ * up to sfx_max.  Whether it takes e is decided without looking at e:
+ * were long separators the ones that do not fit, they would become the
+ * next node's low fence and so the items of the level above, whose nodes
+ * would fill with long separators and get a small fan-out, level after
+ * level.
+ */
+static int
+var_fits(const dm_bulk *b, int level, const var_level *V, dm_entry e)
+{
+	uint32_t	after = V->bytes + dm_var_slot(level) + e.sfx_len;
+
+	if (level > 0)
+		return V->n < 2 ||
+			(V->bytes + dm_var_slot(level) <= b->var_target &&
+			 V->bytes + dm_var_slot(level) + 2 * b->sfx_max <= b->t->node_size);
+	if (V->n == 0)
+		return 1;
+	return (after <= b->var_target || dm_entry_same_key(V->items[V->n - 1].sep, e)) &&
+		after + e.sfx_len <= b->t->node_size;
+}
+
+static void
+var_append(var_level *V, int level, dm_entry e, dm_gaddr child)
+{
+	dm_item    *it = &V->items[V->n++];
+
+	it->sep = e;
+	it->child = child;
+	if (e.sfx_len != 0)
+	{
+		memcpy(V->arena + V->arena_used, e.sfx, e.sfx_len);
+		it->sep.sfx = V->arena + V->arena_used;
+		V->arena_used += e.sfx_len;
+	}
+	V->bytes += dm_var_slot(level) + e.sfx_len;
+}
+
+/* Start a node of the level at addr (on memnode) with this low fence. */
+static void
+var_start(var_level *V, dm_gaddr addr, uint16_t memnode, dm_entry low)
+{
+	V->addr = addr;
+	V->memnode = memnode;
+	dm_entry_own(&V->low, low);
+	V->n = 0;
+	V->arena_used = 0;
+	V->bytes = DM_VAR_HEADER + V->low.e.sfx_len;
+	V->started = 1;
+}
+
+/* Build the level's node with this high fence and right sibling; queue it. */
+static int
+var_finish(dm_bulk *b, int level, dm_entry high, dm_gaddr right)
+{
+	var_level  *V = &b->v[level];
+	uint8_t    *buf = b->var_buf;
+	int			rc;
+
+	if ((rc = dm_var_init(buf, b->t->node_size, level, b->t->info.tree_id, V->low.e, high)) == DM_OK)
+	{
+		NODE_HDR(buf)->left = V->left;
+		NODE_HDR(buf)->right = right;
+		rc = dm_var_build(buf, V->low.e, high, V->items, V->n);
+	}
+	if (rc != DM_OK)
+		return dm_tree_fail(b->t, rc, "a node being loaded does not fit");
+	return enqueue(b, V->addr, buf);
+}
+
+/*
+ * The level's node is full and e comes next: e's predecessor and e get a
+ * fence between them, the node is finished with it, and the next node,
+ * starting at it, is listed in its parent first (which decides where it
+ * lives: on its parent's memnode up to the placement level, round-robin
+ * above).  The first node of a level gets its parent with the second.
+ */
+static int
+var_next_node(dm_bulk *b, int level, dm_entry e)
+{
+	var_level  *V = &b->v[level],
+			   *P = &b->v[level + 1];
+	/*
+	 * The fence's suffix is e's, valid until this returns: e is the
+	 * caller's entry, or the fence of the level below (pointing into the
+	 * caller's entry too), or that level's first node's low fence (owned).
+	 * The levels above copy what they keep (their items and low fence).
+	 */
+	dm_entry	bound = level == 0 ? dm_tree_split_bound(b->t, V->items[V->n - 1].sep, e) : e;
+	uint16_t	memnode;
+	dm_gaddr	next;
+	int			rc;
+
+	if (V->index == 0 && (rc = var_add(b, level + 1, V->low.e, V->addr)) != DM_OK)
+		return rc;
+	if ((rc = var_add(b, level + 1, bound, 0)) != DM_OK)
+		return rc;
+	if (level + 1 <= b->t->placement_level)
+		memnode = P->memnode;
+	else
+		memnode = b->t->memnodes[(V->index + 1) % (uint64_t) b->t->nmemnodes];
+	if ((rc = dm_node_alloc(b->t, memnode, &next)) != DM_OK)
+		return rc;
+	P->items[P->n - 1].child = next;
+	if ((rc = var_finish(b, level, bound, next)) != DM_OK)
+		return rc;
+	V->left = V->addr;
+	V->index++;
+	var_start(V, next, memnode, bound);
+	return DM_OK;
+}
+
+/* Add e (leaf: an entry; inner: a child's low fence and its address) to the level. */
+static int
+var_add(dm_bulk *b, int level, dm_entry e, dm_gaddr child)
+{
+	var_level  *V;
+	int			rc;
+
+	if (level >= DM_TREE_MAX_LEVELS)
+		return dm_tree_fail(b->t, DM_ERR_TOOBIG, "tree would be taller than %d levels", DM_TREE_MAX_LEVELS);
+	V = &b->v[level];
+	if (!V->started)
+	{
+		dm_gaddr	addr;
+
+		/* the first node of every level is in level-M subtree 0 and node 0 above it */
+		if (V->items == NULL &&
+			((V->items = malloc(sizeof(dm_item) * (b->t->node_size / sizeof(dm_var_leaf) + 1))) == NULL ||
+			 (V->arena = malloc(b->t->node_size)) == NULL))
+			return DM_ERR_NOMEM;
+		if ((rc = dm_node_alloc(b->t, b->t->memnodes[0], &addr)) != DM_OK)
+			return rc;
+		V->index = 0;
+		V->left = 0;
+		var_start(V, addr, b->t->memnodes[0], DM_ENTRY_MIN);
+	}
+	else if (!var_fits(b, level, V, e) && (rc = var_next_node(b, level, e)) != DM_OK)
+		return rc;
+	var_append(V, level, e, child);
+	return DM_OK;
+}
+
+static int
+var_bulk_add(dm_bulk *b, const dm_entry *e, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		dm_entry	l = b->var_last.e;
+		int			rc;
+
+		if (!dm_tree_entry_valid(b->t, e[i]) || (b->have_last && dm_entry_cmp(l, e[i]) >= 0))
+			return dm_tree_fail(b->t, DM_ERR_INVALID, "bulk load input must be valid and strictly ascending");
+		/* the check dm_tree_verify makes: a key whose bytes extend the previous one's */
+		if (b->have_last && l.key == e[i].key && l.sfx_len < e[i].sfx_len &&
+			(l.sfx_len == 0 || memcmp(l.sfx, e[i].sfx, l.sfx_len) == 0))
+			return dm_tree_fail(b->t, DM_ERR_INVALID, "bulk load input must be prefix-free keys");
+		if ((rc = var_add(b, 0, e[i], 0)) != DM_OK)
+			return rc;
+		b->have_last = 1;
+		dm_entry_own(&b->var_last, e[i]);
+	}
+	return DM_OK;
+}
+
+/* Close every level bottom-up (each last node is listed in its parent already); *root: the top. */
+static int
+var_close(dm_bulk *b, dm_gaddr *root)
+{
+	for (int l = 0; l < DM_TREE_MAX_LEVELS; l++)
+	{
+		var_level  *V = &b->v[l];
+		int			rc;
+
+		if ((rc = var_finish(b, l, DM_ENTRY_INF, 0)) != DM_OK)
+			return rc;
+		if (V->index == 0)
+		{
+			*root = V->addr;
+			return DM_OK;
+		}
+	}
+	return dm_tree_fail(b->t, DM_ERR_CORRUPT, "bulk load left no root");
+}
+
 int
 dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 {
@@ -214,9 +449,6 @@ dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 		return rc;
 	if (fillfactor < 10 || fillfactor > 100)
 		return dm_tree_fail(t, DM_ERR_INVALID, "fillfactor must be between 10 and 100");
-	/* leaves by bytes and separators kept in an arena: not built yet (issue 16 step 2) */
-	if (t->key_var)
-		return dm_tree_fail(t, DM_ERR_INVALID, "bulk load of a tree with variable-length keys is not supported yet");
 	/* only an empty tree: its root must be an empty leaf */
 	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
 		return DM_ERR_NOMEM;
@@ -228,8 +460,16 @@ dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 	if (rc != DM_OK)
 		return rc;
 	if ((b = calloc(1, sizeof(*b))) == NULL ||
-		(b->qbuf = aligned_alloc(8, (size_t) FLUSH_AT * t->node_size)) == NULL)
+		(b->qbuf = aligned_alloc(8, (size_t) FLUSH_AT * t->node_size)) == NULL ||
+		(t->key_var &&
+		 ((b->v = calloc(DM_TREE_MAX_LEVELS, sizeof(var_level))) == NULL ||
+		  (b->var_buf = aligned_alloc(8, t->node_size)) == NULL)))
 	{
+		if (b)
+		{
+			free(b->qbuf);
+			free(b->v);
+		}
 		free(b);
 		return DM_ERR_NOMEM;
 	}
@@ -241,6 +481,8 @@ dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 		b->leaf_fill = 1;
 	if (b->inner_fill < 2)
 		b->inner_fill = 2;
+	b->var_target = t->node_size * (uint32_t) fillfactor / 100;
+	b->sfx_max = t->key_var ? dm_tree_key_max(t->node_size) - 8 : 0;
 	dm_tree_alloc_bulk(t, 1);
 	*out = b;
 	return DM_OK;
@@ -249,12 +491,13 @@ dm_tree_bulk_begin(dm_tree *t, int fillfactor, dm_bulk **out)
 int
 dm_bulk_add(dm_bulk *b, const dm_entry *e, int n)
 {
+	if (b->t->key_var)
+		return var_bulk_add(b, e, n);
 	for (int i = 0; i < n; i++)
 	{
 		int			rc;
 
-		if ((e[i].tid & ~DM_TID_NULL) >= DM_TID_LIMIT || ((e[i].tid & DM_TID_NULL) && e[i].key != UINT64_MAX) ||
-			(b->have_last && dm_entry_cmp(b->last, e[i]) >= 0))
+		if (!dm_tree_entry_valid(b->t, e[i]) || (b->have_last && dm_entry_cmp(b->last, e[i]) >= 0))
 			return dm_tree_fail(b->t, DM_ERR_INVALID, "bulk load input must be valid and strictly ascending");
 		if ((rc = add_item(b, 0, e[i], 0)) != DM_OK)
 			return rc;
@@ -270,7 +513,16 @@ bulk_free(dm_bulk *b)
 	/* back to small grants (the rest of the large one: see dm_bulk_finish) */
 	dm_tree_alloc_bulk(b->t, 0);
 	for (int l = 0; l < DM_TREE_MAX_LEVELS; l++)
+	{
 		free(b->lv[l].buf);
+		if (b->v)
+		{
+			free(b->v[l].items);
+			free(b->v[l].arena);
+		}
+	}
+	free(b->v);
+	free(b->var_buf);
 	free(b->qbuf);
 	free(b);
 }
@@ -293,13 +545,15 @@ dm_bulk_finish(dm_bulk *b)
 	uint64_t	prev = 0;
 	int			rc = DM_OK;
 
-	if (!b->lv[0].started)
+	if (!(b->v ? b->v[0].started : b->lv[0].started))
 	{
 		bulk_free(b);			/* nothing added: the empty tree stays as it is */
 		return DM_OK;
 	}
+	if (b->v)
+		rc = var_close(b, &root);
 	/* close every level bottom-up; the first level with a single node is the root */
-	for (int l = 0; l < DM_TREE_MAX_LEVELS && rc == DM_OK; l++)
+	for (int l = 0; l < DM_TREE_MAX_LEVELS && rc == DM_OK && !b->v; l++)
 	{
 		level_build *L = &b->lv[l];
 

@@ -495,6 +495,30 @@ dm_tree_offload_release(dm_tree *t)
 extern int	dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, int *done);
 
 /*
+ * An entry the tree may store (inserts, deletes, bulk load): the key
+ * format's shape, a tid below DM_TID_LIMIT, a well-formed NULL key.
+ */
+static inline int
+dm_tree_entry_valid(const dm_tree *t, dm_entry e)
+{
+	uint64_t	tid = e.tid & ~DM_TID_NULL;
+
+	/*
+	 * FIXED8: no suffix.  VAR: at most dm_tree_key_max bytes, and no NULL
+	 * marker (the access method encodes NULLs as bytes, DESIGN.md §5.2).
+	 */
+	if (t->key_var ? (e.sfx_len > dm_tree_key_max(t->node_size) - 8 || (e.sfx_len != 0 && e.sfx == NULL) ||
+					  (e.tid & DM_TID_NULL) != 0) : e.sfx_len != 0)
+		return 0;
+
+	/* tids stay below DM_TID_LIMIT, so no entry can equal +infinity or a key bound */
+	if (tid >= DM_TID_LIMIT)
+		return 0;
+	/* a NULL-key entry is exactly what dm_entry_null() makes */
+	return !(e.tid & DM_TID_NULL) || e.key == UINT64_MAX;
+}
+
+/*
  * The fence between two neighbouring leaves whose entries end with last and
  * start with first: (first's key, 0) when first starts a new key, so the
  * right leaf's range begins where its first key's range does, and a lookup

@@ -367,12 +367,31 @@ dm_iter_copy_bound(const dm_iter *it, dm_entry *bound)
 	return 1;
 }
 
+/* The tids of the entries in r (one key's), in order; *n counts them all. */
+static int
+lookup_range(dm_tree *t, const dm_range *r, uint64_t *tids, int max, int *n)
+{
+	dm_iter    *it;
+	dm_entry	e;
+	int			rc;
+
+	if ((rc = dm_iter_open(t, r, &it)) != DM_OK)
+		return rc;
+	/* *n counts them all, so a caller whose array was too small can tell */
+	while ((rc = dm_iter_next(it, &e)) == 1)
+	{
+		if (*n < max)
+			tids[*n] = e.tid;
+		(*n)++;
+	}
+	dm_iter_close(it);
+	return rc == 0 ? DM_OK : -rc;
+}
+
 int
 dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 {
 	dm_range	r = {dm_entry_make(key, 0), 1, dm_entry_make(key, DM_TID_MAX), 1, 0};
-	dm_iter    *it;
-	dm_entry	e;
 	int			rc;
 
 	*n = 0;
@@ -386,15 +405,22 @@ dm_tree_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 		if ((rc = dm_tree_hop_lookup(t, key, tids, max, n, &done)) != DM_OK || done)
 			return rc;
 	}
-	if ((rc = dm_iter_open(t, &r, &it)) != DM_OK)
-		return rc;
-	/* *n counts them all, so a caller whose array was too small can tell */
-	while ((rc = dm_iter_next(it, &e)) == 1)
-	{
-		if (*n < max)
-			tids[*n] = e.tid;
-		(*n)++;
-	}
-	dm_iter_close(it);
-	return rc == 0 ? DM_OK : -rc;
+	return lookup_range(t, &r, tids, max, n);
+}
+
+int
+dm_tree_lookup_key(dm_tree *t, dm_entry key, uint64_t *tids, int max, int *n)
+{
+	dm_range	r = {key, 1, key, 1, 0};
+
+	*n = 0;
+	key.tid = 0;
+	if (!dm_tree_entry_valid(t, key))
+		return dm_tree_fail(t, DM_ERR_INVALID, "a key the tree cannot hold");
+	/* a FIXED8 key is its word: the lookup of the tree's key format (hopscotch, offloading) */
+	if (!t->key_var)
+		return dm_tree_lookup(t, key.key, tids, max, n);
+	r.lo.tid = 0;
+	r.hi.tid = DM_TID_MAX;
+	return lookup_range(t, &r, tids, max, n);
 }

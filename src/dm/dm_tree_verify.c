@@ -138,6 +138,24 @@ check_node(walk *w, dm_gaddr addr, const uint8_t *buf, int level)
 	return DM_OK;
 }
 
+/*
+ * Count the sorted leaf in buf's low fence as loose when the previous leaf
+ * of the chain had entries and the fence is not the one a split between
+ * its last entry and buf's first would make; then remember buf's last.
+ */
+static void
+note_leaf_fence(walk *w, const uint8_t *buf, dm_owned_entry *prev_last, int *have)
+{
+	int			n = NODE_HDR(buf)->count;
+
+	if (*have && n > 0 &&
+		dm_entry_cmp(dm_node_low(buf), dm_tree_split_bound(w->t, prev_last->e, dm_node_entry(buf, 0))) != 0)
+		w->st->loose_leaf_fences++;
+	*have = n > 0;
+	if (n > 0)
+		dm_entry_own(prev_last, dm_node_entry(buf, n - 1));
+}
+
 static int
 memnode_index(const dm_tree *t, uint16_t id)
 {
@@ -170,14 +188,18 @@ run_walk(walk *w)
 	size_t	   *next_soff = NULL;
 	size_t		next_alen = 0, next_acap = 0;
 	dm_owned_entry *expect_low = malloc(sizeof(dm_owned_entry));
+	/* the last entry of the previous leaf when it had one (loose_leaf_fences) */
+	dm_owned_entry *prev_last = malloc(sizeof(dm_owned_entry));
+	int			have_prev_last = 0;
 	size_t		ncur = 0, nnext = 0, capnext = 0;
 	int			rc, height;
 
-	if (!rootbuf || !extra || !expect_low)
+	if (!rootbuf || !extra || !expect_low || !prev_last)
 	{
 		free(rootbuf);
 		free(extra);
 		free(expect_low);
+		free(prev_last);
 		return DM_ERR_NOMEM;
 	}
 	if ((rc = dm_tree_read_root(t, &root)) != DM_OK || (rc = dm_node_read(t, root, rootbuf)) != DM_OK)
@@ -290,10 +312,15 @@ run_walk(walk *w)
 				{
 					w->st->nodes[level < 16 ? level : 15]++;
 					w->st->nodes_by_memnode[mi]++;
+					w->st->used_bytes += dm_node_used_bytes(buf);
 					if (level == 0)
 						w->st->entries += h->count;
 					else
 						w->st->inner_entries += h->count;
+					for (int c = 0; level > 0 && c < h->count; c++)
+						w->st->sep_sfx_bytes += dm_node_sep(buf, c).sfx_len;
+					if (level == 0 && !t->leaf_hop)
+						note_leaf_fence(w, buf, prev_last, &have_prev_last);
 				}
 				/* queue the children, with the memnode of their level-M subtree */
 				for (int c = 0; level > 0 && c < h->count; c++)
@@ -392,6 +419,7 @@ out:
 	free(cur_arena);
 	free(next_arena);
 	free(expect_low);
+	free(prev_last);
 	return rc;
 }
 

@@ -24,6 +24,9 @@
 #include "testutil.h"
 
 #define KEY_CAP 1024
+/* The VAR node format's header and leaf slot (DESIGN.md §5.2), for fill checks. */
+#define VAR_HEADER 96
+#define VAR_LEAF_SLOT 24
 
 typedef struct ment
 {
@@ -34,7 +37,8 @@ typedef struct ment
 } ment;
 
 static uint64_t rng;
-static memnode_proc mn;
+static memnode_proc mn,
+			mn2;
 
 static uint64_t
 rnd_below(uint64_t n)
@@ -87,10 +91,42 @@ make_key(ment *m, uint32_t kmax)
 	m->len = len;
 }
 
+/*
+ * nkeys random keys (room for 3 * nkeys entries in model), a fifth of them
+ * with 2..3 tids; sorted, without duplicates.  Returns the entry count.
+ */
+static int
+gen_model(ment *model, int nkeys, uint32_t kmax)
+{
+	int			nm = 0,
+				w = 0;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		int			ntid = rnd_below(5) == 0 ? 1 + (int) rnd_below(3) : 1;
+
+		make_key(&model[nm], kmax);
+		for (int j = 0; j < ntid; j++)
+		{
+			if (j > 0)
+				model[nm] = model[nm - 1];
+			model[nm].tid = 1 + rnd_below(1u << 30);
+			model[nm].present = 1;
+			nm++;
+		}
+	}
+	/* a key drawn twice with one tid is one entry: drop the later copy */
+	qsort(model, (size_t) nm, sizeof(ment), cmp_ment);
+	for (int i = 0; i < nm; i++)
+		if (w == 0 || cmp_ment(&model[w - 1], &model[i]) != 0)
+			model[w++] = model[i];
+	return w;
+}
+
 static dm_client *
 connect_client(void)
 {
-	return test_client_connect(DM_BACKEND_SHM, 0, 30000, "test_tree_var", mn.addr, NULL);
+	return test_client_connect(DM_BACKEND_SHM, 0, 30000, "test_tree_var", mn.addr, mn2.addr);
 }
 
 /* The model's present entries in order, count in *n. */
@@ -233,6 +269,26 @@ check_all(dm_tree *t, ment *model, int nm, const char *phase)
 			bad++;
 	}
 	CHECK(bad == 0, "%s: contains agrees with the model for 200 entries (%d differ)", phase, bad);
+
+	/* dm_tree_lookup_key: a key's tids in order (a key's entries are adjacent in p) */
+	bad = 0;
+	for (int i = 0; i < 200 && nm > 0; i++)
+	{
+		const ment *m = &model[rnd_below((uint64_t) nm)];
+		uint64_t	tids[8],
+					want[8];
+		int			n = -1,
+					nw = 0,
+					rc = dm_tree_lookup_key(t, dm_entry_from_bytes(m->k, m->len, DM_TID_MAX), tids, 8, &n);
+
+		for (int j = 0; j < np; j++)
+			if (p[j]->len == m->len && memcmp(p[j]->k, m->k, m->len) == 0 && nw++ < 8)
+				want[nw - 1] = p[j]->tid;
+		if ((rc != DM_OK || n != nw || memcmp(tids, want, sizeof(uint64_t) * (size_t) (nw < 8 ? nw : 8)) != 0) &&
+			bad++ == 0)
+			tap_diag("%s: lookup of a %u-byte key: %s, %d tids, model %d", phase, m->len, dm_strerror(rc), n, nw);
+	}
+	CHECK(bad == 0, "%s: dm_tree_lookup_key agrees with the model for 200 keys (%d differ)", phase, bad);
 	free(p);
 }
 
@@ -245,7 +301,6 @@ run_size(dm_client *c, uint32_t ns, int nkeys)
 	dm_tree    *t = NULL,
 			   *t2 = NULL;
 	dm_tree_stats st;
-	dm_bulk    *b = NULL;
 	int			nm = 0,
 				bad = 0,
 				existed;
@@ -270,35 +325,19 @@ run_size(dm_client *c, uint32_t ns, int nkeys)
 					 "ns=%u: a key of key_max + 1 = %u bytes is refused", ns, kmax + 1);
 		CHECK_STATUS(dm_tree_insert(t, dm_entry_null(1), &existed), DM_ERR_INVALID,
 					 "ns=%u: a NULL-marked entry is refused (VAR trees get NULLs as bytes)", ns);
-		CHECK_STATUS(dm_tree_bulk_begin(t, 90, &b), DM_ERR_INVALID,
-					 "ns=%u: bulk load of a VAR tree is refused (not built yet)", ns);
+		{
+			uint64_t	tids[1];
+			int			n = -1;
+
+			CHECK_STATUS(dm_tree_lookup_key(t, dm_entry_from_bytes(k, kmax + 1, 0), tids, 1, &n), DM_ERR_INVALID,
+						 "ns=%u: dm_tree_lookup_key of a key of key_max + 1 bytes is refused", ns);
+			CHECK(dm_tree_lookup_key(t, dm_entry_from_bytes(k, kmax, 0), tids, 1, &n) == DM_OK && n == 0,
+				  "ns=%u: dm_tree_lookup_key of a key of key_max bytes in an empty tree finds nothing", ns);
+		}
 	}
 
 	/* random inserts: keys with 1..3 tids, a tenth inserted twice */
-	for (int i = 0; i < nkeys; i++)
-	{
-		int			ntid = rnd_below(5) == 0 ? 1 + (int) rnd_below(3) : 1;
-
-		make_key(&model[nm], kmax);
-		for (int j = 0; j < ntid; j++)
-		{
-			if (j > 0)
-				model[nm] = model[nm - 1];
-			model[nm].tid = 1 + rnd_below(1u << 30);
-			model[nm].present = 1;
-			nm++;
-		}
-	}
-	/* a key drawn twice with one tid is one entry: drop the later copy */
-	qsort(model, (size_t) nm, sizeof(ment), cmp_ment);
-	{
-		int			w = 0;
-
-		for (int i = 0; i < nm; i++)
-			if (w == 0 || cmp_ment(&model[w - 1], &model[i]) != 0)
-				model[w++] = model[i];
-		nm = w;
-	}
+	nm = gen_model(model, nkeys, kmax);
 	/* insert in a random order */
 	{
 		int		   *ord = malloc(sizeof(int) * (size_t) nm);
@@ -411,10 +450,221 @@ run_size(dm_client *c, uint32_t ns, int nkeys)
 	free(model);
 }
 
+/*
+ * Bulk load of a VAR tree (dm_tree_bulk.c): nkeys random keys (several tids
+ * for some) loaded at this fillfactor over memnodes 1 and 2 with level-M
+ * subtrees spread (placement level M), given in batches of random sizes
+ * from a buffer that is scribbled over after each call (the loader may keep
+ * no pointer into its input); then verify, scans and point checks against
+ * the model, every leaf fence the truncated separator an insert's split
+ * would make, and random inserts and deletes on the loaded tree.
+ */
+static void
+run_bulk(dm_client *c, uint32_t ns, int nkeys, int fillfactor, int placement)
+{
+	uint32_t	kmax = dm_tree_key_max(ns);
+	dm_tree_name tn;
+	dm_tree_opts opts;
+	dm_tree    *t = NULL;
+	dm_tree_stats st;
+	dm_bulk    *b = NULL;
+	ment	   *model = calloc((size_t) nkeys * 6, sizeof(ment));
+	uint8_t    *scratch = malloc((size_t) 64 * KEY_CAP);
+	dm_entry	batch[64];
+	int			nm,
+				rc = DM_OK,
+				bad = 0,
+				existed;
+	char		name[64],
+				phase[96];
+
+	snprintf(name, sizeof(name), "var-bulk-%u-%d", ns, fillfactor);
+	dm_tree_name_named(&tn, name);
+	memset(&opts, 0, sizeof(opts));
+	opts.node_size = ns;
+	opts.key_format = DM_KEY_VAR;
+	opts.placement_level = placement;
+	opts.nmemnodes = 2;
+	opts.memnodes[0] = 1;
+	opts.memnodes[1] = 2;
+	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &opts, &t), DM_OK, "%s: create", name))
+		goto done;
+	nm = gen_model(model, nkeys, kmax);
+
+	/* input the loader refuses: out of order, not prefix-free, too long */
+	{
+		uint8_t		k[KEY_CAP];
+		dm_entry	e[2];
+
+		memset(k, 'k', sizeof(k));
+		k[kmax] = 0;
+		e[0] = dm_entry_from_bytes(k, 12, 1);
+		e[1] = dm_entry_from_bytes(k, 11, 1);
+		if (dm_tree_bulk_begin(t, fillfactor, &b) == DM_OK)
+		{
+			CHECK_STATUS(dm_bulk_add(b, e, 2), DM_ERR_INVALID, "%s: descending input is refused", name);
+			dm_bulk_abort(b);
+		}
+		e[0] = dm_entry_from_bytes(k, 11, 1);
+		e[1] = dm_entry_from_bytes(k, 12, 1);
+		if (dm_tree_bulk_begin(t, fillfactor, &b) == DM_OK)
+		{
+			CHECK_STATUS(dm_bulk_add(b, e, 2), DM_ERR_INVALID,
+						 "%s: a key followed by its extension (not prefix-free) is refused", name);
+			dm_bulk_abort(b);
+		}
+		e[0] = dm_entry_from_bytes(k, kmax + 1, 1);
+		if (dm_tree_bulk_begin(t, fillfactor, &b) == DM_OK)
+		{
+			CHECK_STATUS(dm_bulk_add(b, e, 1), DM_ERR_INVALID, "%s: a key of key_max + 1 bytes is refused", name);
+			dm_bulk_abort(b);
+		}
+	}
+
+	if (!CHECK_STATUS(dm_tree_bulk_begin(t, fillfactor, &b), DM_OK, "%s: begin", name))
+		goto done;
+	for (int i = 0; i < nm && rc == DM_OK;)
+	{
+		int			n = 1 + (int) rnd_below(64);
+
+		if (n > nm - i)
+			n = nm - i;
+		for (int j = 0; j < n; j++)
+		{
+			memcpy(scratch + (size_t) j * KEY_CAP, model[i + j].k, model[i + j].len);
+			batch[j] = dm_entry_from_bytes(scratch + (size_t) j * KEY_CAP, model[i + j].len, model[i + j].tid);
+		}
+		rc = dm_bulk_add(b, batch, n);
+		memset(scratch, 0xA5, (size_t) 64 * KEY_CAP);
+		i += n;
+	}
+	if (rc != DM_OK)
+		tap_diag("%s: %s", name, dm_tree_error(t));
+	if (!CHECK_STATUS(rc, DM_OK, "%s: %d entries added in batches of 1..64", name, nm))
+	{
+		dm_bulk_abort(b);
+		goto done;
+	}
+	if ((rc = dm_bulk_finish(b)) != DM_OK)
+		tap_diag("%s: %s", name, dm_tree_error(t));
+	if (!CHECK_STATUS(rc, DM_OK, "%s: finish", name))
+		goto done;
+	snprintf(phase, sizeof(phase), "%s after the load", name);
+	check_all(t, model, nm, phase);
+	if (CHECK_STATUS(dm_tree_stats_get(t, &st), DM_OK, "%s: stats", name))
+	{
+		double		leaf_bytes = 0,
+					sfx = 0;
+
+		for (int i = 0; i < nm; i++)
+			sfx += model[i].len > 8 ? model[i].len - 8 : 0;
+		leaf_bytes = sfx + (double) VAR_LEAF_SLOT * nm;
+		sfx /= nm;
+		for (int l = 0; l < st.height; l++)
+			tap_diag("%s: level %d: %" PRIu64 " nodes", name, l, st.nodes[l]);
+		tap_diag("%s: height %d, %" PRIu64 " leaves, %" PRIu64 " separators, %" PRIu64
+				 " used bytes, %" PRIu64 " separator suffix bytes, %" PRIu64 "/%" PRIu64 " nodes on memnodes 1/2",
+				 name, st.height, st.nodes[0], st.inner_entries,
+				 st.used_bytes, st.sep_sfx_bytes, st.nodes_by_memnode[0], st.nodes_by_memnode[1]);
+		CHECK(st.loose_leaf_fences == 0, "%s: every leaf fence is the truncated separator of the entries around it (%" PRIu64 " are not)",
+			  name, st.loose_leaf_fences);
+		/*
+		 * Filled by bytes: no leaf holds more slots and suffixes than a node
+		 * has room for after its header, and a leaf is closed before the
+		 * fill target only by the entry that did not fit (at most a slot
+		 * and key_max - 8 bytes), the room its high fence needs (one
+		 * suffix) and its low fence (one suffix; both about the mean).
+		 */
+		if ((uint32_t) fillfactor * ns / 100 < VAR_HEADER + VAR_LEAF_SLOT)
+		{
+			/*
+			 * A target below one entry: a leaf per key, a key's tids together
+			 * where they fit (three of a long key do not fit 256 bytes).
+			 */
+			uint64_t	keys = 0;
+
+			for (int i = 0; i < nm; i++)
+				keys += i == 0 || !dm_entry_same_key(ment_entry(&model[i - 1]), ment_entry(&model[i]));
+			CHECK(st.nodes[0] >= keys && st.nodes[0] < keys + ((uint64_t) nm - keys) / 2,
+				  "%s: %" PRIu64 " leaves for %" PRIu64 " keys, %d entries", name, st.nodes[0], keys, nm);
+		}
+		else
+		{
+			double		per = (double) ns * fillfactor / 100 - VAR_HEADER - (VAR_LEAF_SLOT + kmax - 8) - 2 * sfx;
+			uint64_t	least = (uint64_t) (leaf_bytes / (ns - VAR_HEADER)),
+						most = (uint64_t) (leaf_bytes / per) + 2;
+
+			CHECK(st.nodes[0] >= least && st.nodes[0] <= most,
+				  "%s: %" PRIu64 " leaves for %.0f bytes of slots and suffixes (between %" PRIu64 " and %" PRIu64 ")",
+				  name, st.nodes[0], leaf_bytes, least, most);
+		}
+		/*
+		 * Inner nodes of 1 KiB hold about ten separators of these keys; a
+		 * loader that closed a node at the separator that did not fit would
+		 * send the long ones up, and the fan-out would shrink level by level.
+		 */
+		if (ns >= 1024)
+		{
+			int			thin = 0;
+
+			for (int l = 1; l < st.height; l++)
+				thin += st.nodes[l] * 4 > st.nodes[l - 1] + 3;
+			CHECK(thin == 0, "%s: every inner level has a fan-out of at least 4 (%d do not)", name, thin);
+		}
+		CHECK(st.height >= 3 && st.nodes_by_memnode[0] > 0 && st.nodes_by_memnode[1] > 0,
+			  "%s: a tree of height %d spread over both memnodes", name, st.height);
+	}
+
+	/* the loaded tree under inserts and deletes */
+	{
+		int			nnew = gen_model(model + nm, nkeys / 2, kmax),
+					nall,
+					w = nm;
+
+		/* new entries only (a key may repeat one of the load's with another tid) */
+		for (int i = nm; i < nm + nnew; i++)
+		{
+			int			dup = 0;
+
+			for (int j = 0; j < nm && !dup; j++)
+				dup = cmp_ment(&model[j], &model[i]) == 0;
+			if (!dup)
+				model[w++] = model[i];
+		}
+		nall = w;
+		for (int i = nm; i < nall; i++)
+		{
+			rc = dm_tree_insert(t, ment_entry(&model[i]), &existed);
+			if ((rc != DM_OK || existed) && bad++ == 0)
+				tap_diag("insert %d: %s, existed %d", i, dm_strerror(rc), existed);
+		}
+		for (int i = 0; i < nall; i++)
+		{
+			if (rnd_below(3) != 0)
+				continue;
+			rc = dm_tree_delete(t, ment_entry(&model[i]), &existed);
+			if ((rc != DM_OK || !existed) && bad++ == 0)
+				tap_diag("delete %d: %s, existed %d", i, dm_strerror(rc), existed);
+			model[i].present = 0;
+		}
+		CHECK(bad == 0, "%s: %d inserts and about a third deleted on the loaded tree (%d wrong)", name, nall - nm, bad);
+		snprintf(phase, sizeof(phase), "%s after inserts and deletes", name);
+		check_all(t, model, nall, phase);
+	}
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "%s: destroy", name);
+	t = NULL;
+done:
+	if (t)
+		dm_tree_close(t);
+	free(scratch);
+	free(model);
+}
+
 int
 main(void)
 {
 	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", NULL};
+	const char *const args2[] = {"--id", "2", "--shm", "--size", "256M", NULL};
 	const char *s;
 	dm_client  *c;
 	dm_tree_name tn;
@@ -425,9 +675,9 @@ main(void)
 
 	rng = (s = getenv("TREE_SEED")) && *s ? strtoull(s, NULL, 10) | 1 : 1;
 	tap_diag("TREE_SEED=%" PRIu64, rng);
-	if (memnode_start(&mn, 0, args) != 0)
+	if (memnode_start(&mn, 0, args) != 0 || memnode_start(&mn2, 0, args2) != 0)
 	{
-		CHECK(0, "start a memnode");
+		CHECK(0, "start memnodes 1 and 2");
 		return tap_done();
 	}
 	c = connect_client();
@@ -453,6 +703,15 @@ main(void)
 					 "a FIXED8 tree refuses an entry with a suffix");
 		CHECK_STATUS(dm_tree_insert(t, dm_entry_from_bytes(k, 8, 1), &existed), DM_OK,
 					 "and takes the 8-byte key");
+		{
+			uint64_t	tids[2];
+			int			n = -1;
+
+			CHECK_STATUS(dm_tree_lookup_key(t, dm_entry_from_bytes(k, 15, 0), tids, 2, &n), DM_ERR_INVALID,
+						 "a FIXED8 tree refuses dm_tree_lookup_key of a key with a suffix");
+			CHECK(dm_tree_lookup_key(t, dm_entry_from_bytes(k, 8, 0), tids, 2, &n) == DM_OK && n == 1 && tids[0] == 1,
+				  "dm_tree_lookup_key of its 8-byte key finds its tid (%d)", n);
+		}
 		CHECK_STATUS(dm_tree_destroy(t), DM_OK, "destroy it");
 	}
 
@@ -477,8 +736,13 @@ main(void)
 
 	run_size(c, 256, 3000);
 	run_size(c, 1024, 6000);
+	run_bulk(c, 256, 4000, 100, 1);
+	run_bulk(c, 256, 3000, 10, 2);
+	run_bulk(c, 1024, 8000, 90, 1);
+	run_bulk(c, 1024, 8000, 70, 0);
 
 	dm_client_destroy(c);
 	memnode_stop(&mn, 15);
+	memnode_stop(&mn2, 15);
 	return tap_done();
 }
