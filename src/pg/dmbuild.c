@@ -85,30 +85,22 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->indtuples++;
 }
 
-/*
- * Where the sorted entries go.  FIXED8: the bulk load.  VAR: sorted
- * batches inserted into the new, empty tree (each leaf written once per
- * batch), until the core's bulk load takes VAR trees (docs/design.md §9).
- */
+/* The sorted entries go to the bulk load (which copies VAR suffixes it keeps). */
 typedef struct DmLoader
 {
 	Relation	index;
 	dm_tree    *tree;
-	bool		var;
 	dm_bulk    *bulk;
 } DmLoader;
 
 static void
-loader_begin(DmLoader *ld, Relation index, dm_tree *tree, bool var, int fillfactor)
+loader_begin(DmLoader *ld, Relation index, dm_tree *tree, int fillfactor)
 {
 	int			rc;
 
 	ld->index = index;
 	ld->tree = tree;
-	ld->var = var;
 	ld->bulk = NULL;
-	if (var)
-		return;
 	if ((rc = dm_tree_bulk_begin(tree, fillfactor, &ld->bulk)) != DM_OK)
 		dmindex_tree_error(index, tree, rc);
 }
@@ -118,25 +110,19 @@ loader_add(DmLoader *ld, const dm_entry *batch, int n)
 {
 	int			rc;
 
-	if (ld->var)
-		rc = dm_tree_insert_sorted(ld->tree, batch, n, NULL);
-	else if ((rc = dm_bulk_add(ld->bulk, batch, n)) != DM_OK)
+	if ((rc = dm_bulk_add(ld->bulk, batch, n)) != DM_OK)
 	{
 		dm_bulk_abort(ld->bulk);
 		ld->bulk = NULL;
-	}
-	if (rc != DM_OK)
 		dmindex_tree_error(ld->index, ld->tree, rc);
+	}
 }
 
 static void
 loader_finish(DmLoader *ld)
 {
-	int			rc;
+	int			rc = dm_bulk_finish(ld->bulk);
 
-	if (ld->var)
-		return;
-	rc = dm_bulk_finish(ld->bulk);
 	ld->bulk = NULL;
 	if (rc != DM_OK)
 		dmindex_tree_error(ld->index, ld->tree, rc);
@@ -212,9 +198,9 @@ dmbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		pgstat_progress_update_multi_param(3, params, values);
 	}
-	loader_begin(&ld, index, tree, bs.var, opts ? opts->fillfactor : 90);
+	loader_begin(&ld, index, tree, opts ? opts->fillfactor : 90);
 	batch = palloc(sizeof(dm_entry) * LOAD_BATCH);
-	/* the suffixes of one batch's entries (the sort's tuples are gone at the next fetch) */
+	/* the suffixes of one batch's entries (the sort's tuples are gone at the next fetch; the loader copies what it keeps) */
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex build batch",
 									 ALLOCSET_DEFAULT_SIZES);
 	for (;;)
