@@ -265,6 +265,10 @@ INSERT INTO mcd_dm SELECT * FROM mc_dm WHERE a = 2;
 SELECT count(*) = (SELECT count(*) FROM mc_dm WHERE a = 2) AS same FROM mcd_dm WHERE a = 2;
 COMMIT;
 SELECT * FROM dmindex_check('mcd_dm_abc', true);
+-- key ranges per instance are for one fixed-width column
+SELECT dmindex_set_partitions('mc_dm_abc', ARRAY[1], ARRAY[0, 1]);
+SELECT dmindex_owner('mc_dm_abc', 1);
+SELECT count(*) AS ranges FROM dmindex_partitions('mc_dm_abc');
 -- hopscotch leaves hold 8-byte keys only
 CREATE INDEX mk_hop ON mk USING dmindex (t) WITH (leaf_format = hopscotch);
 -- a key column dmindex cannot encode
