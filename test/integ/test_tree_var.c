@@ -5,7 +5,10 @@
  * random inserts, re-inserts, deletes, point checks and range scans in both
  * directions on trees whose nodes split by bytes with truncated separators,
  * compared entry by entry with a sorted model, dm_tree_verify after each
- * phase.
+ * phase; dm_tree_lookup_key against the model; and bulk loads (run_bulk)
+ * of such keys over two memnodes at several fill factors, checked the same
+ * way and for their shape (fill by bytes, truncated leaf fences, fan-out,
+ * placement), then changed by inserts and deletes.
  *
  * Keys are prefix-free byte strings, as the access method's encoding makes
  * them: bytes 1..255 then a terminating 0, 2 to key_max bytes; a third of
