@@ -14,7 +14,7 @@
  * them: bytes 1..255 then a terminating 0, 2 to key_max bytes; a third of
  * them share one of four 8-byte prefixes (so their order is decided by the
  * suffix), some are shorter than 8 bytes (no suffix), some exactly
- * key_max.  Some keys get several tids.  Node sizes 256 (key_max 32: many
+ * key_max.  Some keys get several tids.  Node sizes 256 (key_max 20: many
  * levels) and 1024.  TREE_SEED picks the stream (default 1).
  */
 #include <inttypes.h>
