@@ -208,6 +208,21 @@ tk_key(dm_entry e)
 	return ((e.key & (UINT64_MAX >> 8)) << 8) | (e.sfx_len ? e.sfx[0] : 0);
 }
 
+int
+tk_own(dm_entry e, dm_entry *out)
+{
+	dm_entry	c;
+
+	if (!test_key_var())
+	{
+		*out = e;
+		return 1;
+	}
+	c = tk(tk_key(e), e.tid);
+	*out = c;
+	return dm_entry_cmp(c, e) == 0 && c.sfx_len == e.sfx_len;
+}
+
 void
 tk_intern(uint64_t first, uint64_t count)
 {

@@ -33,6 +33,13 @@ extern dm_entry tk_hi(uint64_t k, int incl);
 /* The test key of an entry tk made (of a stored entry read back). */
 extern uint64_t tk_key(dm_entry e);
 /*
+ * The entry tk makes for what e (a stored entry read back, its suffix
+ * borrowed from an iterator or a node image) says: *out's suffix is the
+ * interned one, so it outlives e's.  0 if e is not exactly such an entry
+ * (its bytes differ from the test key's), 1 if it is.  FIXED8: e itself.
+ */
+extern int	tk_own(dm_entry e, dm_entry *out);
+/*
  * Intern keys first .. first + count - 1 now: a test that forks does it
  * before, so the suffixes of entries its children report back through
  * shared memory are at the same addresses in the parent.
