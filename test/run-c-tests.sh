@@ -54,7 +54,7 @@ OFFLOAD_VARIANTS="test_tree_concurrency"
 HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults"
 [ "${DM_TEST_HOP_ALL:-}" = 1 ] && HOP_VARIANTS="$HOP_VARIANTS test_tree_reclaim"
 # the tree tests parameterised with VAR keys so far (docs/design.md §9, issue 16 step 2)
-VAR_VARIANTS="test_tree_concurrency test_tree_model test_tree_cache"
+VAR_VARIANTS="test_tree_concurrency test_tree_model test_tree_cache test_tree_faults test_tree_redo"
 VAR_VARIANTS_ALL=""
 [ "${DM_TEST_VAR_ALL:-}" = 1 ] && VAR_VARIANTS="$VAR_VARIANTS $VAR_VARIANTS_ALL"
 offload_scale=25
