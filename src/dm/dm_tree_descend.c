@@ -15,26 +15,6 @@
 /* ---- root growth ------------------------------------------------------------- */
 
 /*
- * Install a new root above the level of `root` (whose copy is rootbuf),
- * which no longer spans the key space: its split landed but the new root
- * did not, or not yet.  The splitter does this itself right after a root
- * split; anyone else does it when it finds the root word pointing at such a
- * node — the splitter ran out of memory, timed out, was cancelled or killed
- * between its split and the root CAS (as nbtree finishes incomplete
- * splits), or is simply still on its way.  Without this, every later split
- * at that level would wait forever for a parent level that never comes.
- *
- * The new root lists every node of the level, found by walking the right
- * links from the old root (the leftmost node: low fence MIN), each with its
- * low fence as separator.  A node that splits during the walk is fine
- * either way: if we read it after the split we list its new sibling too,
- * if before, the sibling is reached by its right link like any half-done
- * split, and its splitter adds its separator above later (a duplicate
- * separator is ignored there).  The CAS on the root word decides between
- * concurrent growers; a loser's node is never reachable and is leaked (one
- * node, only when two growers race for the same root).
- */
-/*
  * The level of `root` has more nodes than a new root holds.  Most likely
  * the root grew long ago and the level below it has grown wide since: our
  * look at the root word was stale (we were stalled).  Then there is nothing
@@ -60,6 +40,26 @@ level_too_wide(dm_tree *t, dm_gaddr root, int level)
 	return dm_tree_fail(t, DM_ERR_CORRUPT, "level %d has more nodes than a root holds and no parent", level);
 }
 
+/*
+ * Install a new root above the level of `root` (whose copy is rootbuf),
+ * which no longer spans the key space: its split landed but the new root
+ * did not, or not yet.  The splitter does this itself right after a root
+ * split; anyone else does it when it finds the root word pointing at such a
+ * node — the splitter ran out of memory, timed out, was cancelled or killed
+ * between its split and the root CAS (as nbtree finishes incomplete
+ * splits), or is simply still on its way.  Without this, every later split
+ * at that level would wait forever for a parent level that never comes.
+ *
+ * The new root lists every node of the level, found by walking the right
+ * links from the old root (the leftmost node: low fence MIN), each with its
+ * low fence as separator.  A node that splits during the walk is fine
+ * either way: if we read it after the split we list its new sibling too,
+ * if before, the sibling is reached by its right link like any half-done
+ * split, and its splitter adds its separator above later (a duplicate
+ * separator is ignored there).  The CAS on the root word decides between
+ * concurrent growers; a loser's node is never reachable and is leaked (one
+ * node, only when two growers race for the same root).
+ */
 int
 dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 {
