@@ -27,6 +27,7 @@
  */
 #define EXPLORE_FAR_INTERVAL_NS UINT64_C(1000000000)
 #define EWMA_SHIFT 4			/* moving average over ~16 samples */
+#define EWMA_CLAMP 3			/* a sample counts as at most 3x the average */
 #define LOAD_INTERVAL_NS 100000000ull
 #define BUSY_LIMIT_PCT 85
 #define LOOKUP_MAX 64			/* tids one offloaded lookup returns (more: one-sided) */
@@ -66,13 +67,27 @@ now_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/*
+ * The moving average of a latency, each sample counted as at most
+ * EWMA_CLAMP times the average.  On a shared machine one descheduled
+ * process turns a 20 us round trip into milliseconds; unclamped, such
+ * samples moved the averages to 5 ms where the medians were tens of
+ * microseconds, and steered the policy for hundreds of decisions
+ * (bench/results/offload-cells-2026-11-26.md).  A real rise still shows:
+ * the average can grow by (EWMA_CLAMP - 1) / 2^EWMA_SHIFT per sample,
+ * doubling within ~6 samples.
+ */
 static inline void
 ewma(uint64_t *avg, uint64_t sample)
 {
 	if (*avg == 0)
 		*avg = sample ? sample : 1;
 	else
+	{
+		if (sample / EWMA_CLAMP > *avg)
+			sample = *avg * EWMA_CLAMP;
 		*avg = *avg - (*avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+	}
 }
 
 
