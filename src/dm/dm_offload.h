@@ -63,8 +63,8 @@ typedef struct dm_offload_counters
 	uint64_t	lost_writes;	/* offloaded writes whose outcome is unknown (RPC failed) */
 	uint64_t	rpc_ns_total;	/* time spent in offload RPCs, */
 	uint64_t	rpcs;			/* ... over this many of them */
-	uint64_t	read_ns_total;	/* time spent in timed one-sided paths, */
-	uint64_t	reads;			/* ... over this many round trips */
+	uint64_t	read_ns_total;	/* time spent in timed one-sided paths (a sample of them */
+	uint64_t	reads;			/* where an RPC loses by far), over this many round trips */
 	uint64_t	rpc_ns_avg;		/* moving average of an offload's latency */
 	uint64_t	read_ns_avg;	/* ... of one remote node read (one-sided) */
 	uint64_t	memnode_busy_pct;	/* the memnode's executor busy ratio last seen */

@@ -88,6 +88,7 @@ test_could_win(void)
 	o.root_level = 2;
 	o.rpc_ns = feed(0, 25000, 20);	/* over tcp: an RPC ~ a round trip */
 	o.read_ns = feed(0, 25000, 20);
+	o.rpc_samples = o.read_samples = WARM_SAMPLES;
 	CHECK(dm_offload_could_win(&o, &far) && !far, "tcp-like: an offload from the root can win");
 	/* a burst of descheduled RPCs must not flip it */
 	for (int i = 0; i < 3; i++)
@@ -100,6 +101,7 @@ test_could_win(void)
 	o.root_level = 2;
 	o.rpc_ns = feed(0, 60000, 20);
 	o.read_ns = feed(0, 300, 20);
+	o.rpc_samples = o.read_samples = WARM_SAMPLES;
 	CHECK(!dm_offload_could_win(&o, &far) && far, "shm-like: an offload loses by far");
 	/* a client descheduled inside a few one-sided operations */
 	for (int i = 0; i < 3; i++)
@@ -110,9 +112,42 @@ test_could_win(void)
 	CHECK(dm_offload_could_win(&o, &far) && !far, "always: the model is not asked");
 }
 
+/*
+ * A new handle: its first one-sided operation is slow (cold mapping and
+ * buffers).  Before the warm-up the model does not decide (the policy
+ * takes samples of both paths); after it, the cold sample must not make
+ * an RPC look cheap.
+ */
+static void
+test_warm_up(void)
+{
+	struct dm_offload o;
+	int			far;
+
+	memset(&o, 0, sizeof(o));
+	o.mode = DM_OFFLOAD_AUTO;
+	o.root_level = 3;
+	estimate_add(&o.read_ns, &o.read_samples, 21639);	/* measured: the first insert over shm */
+	estimate_add(&o.rpc_ns, &o.rpc_samples, 57000);
+	CHECK(dm_offload_could_win(&o, &far) && !estimates_warm(&o), "one sample each: not warm, no decision yet");
+	for (int i = 0; i < WARM_SAMPLES; i++)
+	{
+		estimate_add(&o.read_ns, &o.read_samples, 1500);
+		estimate_add(&o.rpc_ns, &o.rpc_samples, 57000);
+	}
+	CHECK(estimates_warm(&o) && o.read_ns == 1500, "warm: the cold first sample is gone (read estimate %" PRIu64 ")",
+		  o.read_ns);
+	CHECK(!dm_offload_could_win(&o, &far) && far, "an RPC of 57 us loses by far to a 1.5 us read from level 3");
+	for (int i = 0; i < 100; i++)
+		estimate_add(&o.read_ns, &o.read_samples, 1500 + (uint64_t) (i % 7) * 100);
+	CHECK(o.read_ns >= 1500 && o.read_ns <= 2100, "after the warm-up the moving average follows (%" PRIu64 ")",
+		  o.read_ns);
+}
+
 int
 main(void)
 {
+	test_warm_up();
 	test_outliers();
 	test_real_changes();
 	test_could_win();
