@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,17 +115,27 @@ copy_dm(void *dst, const volatile uint8_t *src, uint32_t len)
 	dm_mem_read(dst, src, len, 0);
 }
 
-/* the deliberately tearing copy: one byte at a time */
+/*
+ * The deliberately tearing copy: one byte at a time, yielding in the middle
+ * of every 64th word, so that the writer gets in between even when both
+ * threads share one CPU (a loaded machine, a sanitizer build).
+ */
 static void
 copy_bytes(void *dst, const volatile uint8_t *src, uint32_t len)
 {
 	for (uint32_t i = 0; i < len; i++)
+	{
 		((uint8_t *) dst)[i] = src[i];
+		if ((i & 511) == 3)
+			sched_yield();
+	}
 }
 
 /*
- * Read the block with copy for up to ms milliseconds (or until stop_torn
- * torn words were seen, if > 0), at source offsets 0, 8 (the head word
+ * Read the block with copy for ms milliseconds, longer (up to 3 s) until
+ * 20 reads overlapped a write (a loaded machine may run both threads on
+ * one CPU, where a read rarely straddles a write), or until stop_torn
+ * torn words were seen, if > 0, at source offsets 0, 8 (the head word
  * before 16-byte alignment) and 3 (bytes, then words), into a destination
  * that is not aligned.  Count reads, torn aligned words, and reads mixing
  * generations (evidence that the writer ran during the read).
@@ -135,7 +146,8 @@ run_concurrent(copy_fn copy, int ms, long stop_torn, long *reads, long *torn, lo
 	static uint8_t out[BLOCK + 16];
 	static const uint32_t offs[] = {0, 8, 3};
 	pthread_t	th;
-	uint64_t	end = now_ns() + (uint64_t) ms * 1000000u;
+	uint64_t	end,
+				cap;
 	uint64_t	g0;
 
 	*reads = *torn = *mixed = 0;
@@ -147,10 +159,13 @@ run_concurrent(copy_fn copy, int ms, long stop_torn, long *reads, long *torn, lo
 		tap_diag("pthread_create failed");
 		return;
 	}
+	/* the window starts once the writer runs (a loaded machine may delay it) */
 	while (__atomic_load_n(&gens_written, __ATOMIC_RELAXED) == 0)
-		;
+		sched_yield();
 	g0 = gens_written;
-	for (long r = 0; now_ns() < end && (stop_torn <= 0 || *torn < stop_torn); r++)
+	end = now_ns() + (uint64_t) ms * 1000000u;
+	cap = end + UINT64_C(3000000000) - (uint64_t) ms * 1000000u;
+	for (long r = 0; (stop_torn <= 0 || *torn < stop_torn); r++)
 	{
 		uint32_t	so = offs[r % 3];
 		uint32_t	len = BLOCK - so - (r & 8 ? 5 : 0);
@@ -179,6 +194,13 @@ run_concurrent(copy_fn copy, int ms, long stop_torn, long *reads, long *torn, lo
 		}
 		*mixed += mix;
 		(*reads)++;
+		if ((r & 63) == 0)
+		{
+			uint64_t	now = now_ns();
+
+			if (now >= cap || (now >= end && *mixed >= 20))
+				break;
+		}
 	}
 	stop = 1;
 	pthread_join(th, NULL);
@@ -194,7 +216,7 @@ test_concurrent(int mode, const char *name)
 	uint64_t	gens;
 
 	dm_mem_set_copy_mode(mode);
-	run_concurrent(copy_dm, 1000, 0, &reads, &torn, &mixed, &gens);
+	run_concurrent(copy_dm, 600, 0, &reads, &torn, &mixed, &gens);
 	tap_diag("%s: %ld reads of 4 KiB, %ld mixing generations, %llu generations written, %ld torn words",
 			 name, reads, mixed, (unsigned long long) gens, torn);
 	CHECK(mixed > 0 && gens > 100, "%s: the writer ran during the reads (%ld of %ld reads saw two generations)",
@@ -234,7 +256,7 @@ main(void)
 		test_concurrent(DM_MEMCOPY_WIDE, "16-byte loop");
 
 	/* (c): the check does see a copy that tears words */
-	run_concurrent(copy_bytes, 1500, 50, &reads, &torn, &mixed, &gens);
+	run_concurrent(copy_bytes, 600, 50, &reads, &torn, &mixed, &gens);
 	tap_diag("byte-wise copy: %ld torn words in %ld reads", torn, reads);
 	CHECK(torn > 0, "the check finds torn words in a byte-wise copy (%ld in %ld reads)", torn, reads);
 	return tap_done();
