@@ -76,6 +76,18 @@ test_real_changes(void)
 	CHECK(n <= 40, "a fall back to 20 us: within 2x of it after 40 samples (%d)", n);
 }
 
+/* An auto handle at root level 2 past its warm-up, with estimates of these latencies. */
+static void
+warm_state(struct dm_offload *o, uint64_t rpc_ns, uint64_t read_ns)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = DM_OFFLOAD_AUTO;
+	o->root_level = 2;
+	o->rpc_ns = feed(0, rpc_ns, 20);
+	o->read_ns = feed(0, read_ns, 20);
+	o->rpc_samples = o->read_samples = WARM_SAMPLES;
+}
+
 /* The decision between an RPC and the one-sided path from the root. */
 static void
 test_could_win(void)
@@ -83,12 +95,7 @@ test_could_win(void)
 	struct dm_offload o;
 	int			far;
 
-	memset(&o, 0, sizeof(o));
-	o.mode = DM_OFFLOAD_AUTO;
-	o.root_level = 2;
-	o.rpc_ns = feed(0, 25000, 20);	/* over tcp: an RPC ~ a round trip */
-	o.read_ns = feed(0, 25000, 20);
-	o.rpc_samples = o.read_samples = WARM_SAMPLES;
+	warm_state(&o, 25000, 25000);	/* over tcp: an RPC ~ a round trip */
 	CHECK(dm_offload_could_win(&o, &far) && !far, "tcp-like: an offload from the root can win");
 	/* a burst of descheduled RPCs must not flip it */
 	for (int i = 0; i < 3; i++)
@@ -96,12 +103,7 @@ test_could_win(void)
 	CHECK(dm_offload_could_win(&o, &far) && !far,
 		  "after 3 RPCs of 20 ms among 25 us ones it still can (rpc estimate %" PRIu64 " ns)", o.rpc_ns);
 	/* over shm: a read is a memory access, an RPC a socket round trip */
-	memset(&o, 0, sizeof(o));
-	o.mode = DM_OFFLOAD_AUTO;
-	o.root_level = 2;
-	o.rpc_ns = feed(0, 60000, 20);
-	o.read_ns = feed(0, 300, 20);
-	o.rpc_samples = o.read_samples = WARM_SAMPLES;
+	warm_state(&o, 60000, 300);
 	CHECK(!dm_offload_could_win(&o, &far) && far, "shm-like: an offload loses by far");
 	/* a client descheduled inside a few one-sided operations */
 	for (int i = 0; i < 3; i++)
