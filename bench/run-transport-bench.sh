@@ -16,6 +16,10 @@
 #      latency for the same operation on the same UCX transport (ucp_get
 #      8 B and 1 KiB, ucp_put_bw 8 B, ucp_cswap 8 B; not pinned: both sides
 #      busy-poll, so on one CPU over tcp each op would wait for a time slice).
+#      Also ucp_put_lat (a put the peer polls for and answers with a put:
+#      half a round trip through memory, what a remote completion costs at
+#      the least) and ucp_am_lat (an active message each way, UCX's own
+#      RPC-like baseline for the RPC ping row).
 #      ucx_perftest runs with -O 1 (one operation outstanding: each waits
 #      for the one before to complete, as a dm_read or dm_cas does; without
 #      it a get over tcp is pipelined and its "latency" is a queue's);
@@ -24,9 +28,11 @@
 #      (one clock_gettime, ~20-90 ns on the VMs here, per 256 ops instead of
 #      per op) to be comparable: once as dmindex runs (ops on UCX's mapping
 #      of the region, ucp_rkey_ptr) and once with DM_UCX_NO_RKEY_PTR=1
-#      (UCX's get, put and atomics, what ucx_perftest measures).
+#      (UCX's get, put and atomics, what ucx_perftest measures), and once
+#      more with DM_MEMCOPY=word (the 8-byte copy loop instead of the
+#      16-byte one, src/dm/dm_memops_wide.c: what READ 1 KiB gained).
 # Extra arguments are passed to the dmbench_transport runs (e.g. --quick)
-# and are recorded.  Takes about 3 minutes on 2 cores.
+# and are recorded.  Takes about 5 minutes on 2 cores.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -45,7 +51,8 @@ t3=$(mktemp)
 t4=$(mktemp)
 t5=$(mktemp)
 t6=$(mktemp)
-trap 'rm -f "$t1" "$t2" "$t3" "$t4" "$t5" "$t6"' EXIT
+t7=$(mktemp)
+trap 'rm -f "$t1" "$t2" "$t3" "$t4" "$t5" "$t6" "$t7"' EXIT
 
 # ucx_perftest's median ("typical") latency in µs for test $2, size $3, UCX_TLS=$1
 perftest_lat() {
@@ -77,10 +84,12 @@ echo "== run 5: ucx over UCX_TLS=posix, one clock read per 256 ops" >&2
 UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out "$t5" "$@"
 echo "== run 6: the same through UCX's get, put and atomics (DM_UCX_NO_RKEY_PTR=1)" >&2
 DM_UCX_NO_RKEY_PTR=1 UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out "$t6" "$@"
+echo "== run 7: ucx over UCX_TLS=posix, one clock read per 256 ops, the 8-byte copy loop (DM_MEMCOPY=word)" >&2
+DM_MEMCOPY=word UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out "$t7" "$@"
 echo "== ucx_perftest" >&2
 perf=""
 for tls in tcp posix; do
-	perf+="| ${tls} | $(perftest_lat "$tls" ucp_get 8) | $(perftest_lat "$tls" ucp_get 1024) | $(perftest_lat "$tls" ucp_put_bw 8) | $(perftest_lat "$tls" ucp_cswap 8) |"$'\n'
+	perf+="| ${tls} | $(perftest_lat "$tls" ucp_get 8) | $(perftest_lat "$tls" ucp_get 1024) | $(perftest_lat "$tls" ucp_put_bw 8) | $(perftest_lat "$tls" ucp_put_lat 8) | $(perftest_lat "$tls" ucp_cswap 8) | $(perftest_lat "$tls" ucp_am_lat 8) |"$'\n'
 done
 
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -131,15 +140,22 @@ args=${*:+ $*}
 	echo
 	cat "$t6"
 	echo
+	echo "## ucx transport, UCX_TLS=posix, one clock read per 256 ops, the 8-byte copy loop"
+	echo
+	echo "\`DM_MEMCOPY=word UCX_TLS=posix build/bench/dmbench_transport --transport ucx --pin 0 --duration 1 --clock-every 256 --out FILE${args}\`"
+	echo
+	cat "$t7"
+	echo
 	echo "## ucx_perftest, same operations and transports (median µs, not pinned)"
 	echo
 	echo "\`UCX_TLS=TLS ucx_perftest 127.0.0.1 -t TEST -s SIZE -n 20000 -O 1\` against \`ucx_perftest\` (server); \"typical\" latency"
 	echo "(the median of per-iteration times read from the TSC; one operation outstanding, so each waits for the one before)."
-	echo "Compare with the ucx rows above (READ 8 B, READ 1 KiB, WRITE 8 B, CAS 8 B); for posix, with the --clock-every 256 rows (the last two runs)."
-	echo "ucp_put_bw completes a put locally (over posix: the store is done); dmindex's WRITE also waits for a flush."
+	echo "Compare with the ucx rows above (READ 8 B, READ 1 KiB, WRITE 8 B, CAS 8 B, RPC ping); for posix, with the --clock-every 256 rows (runs 5-7)."
+	echo "ucp_put_bw completes a put locally (over posix the store is done, as on dmindex's mapping; through UCX's ops dmindex's WRITE also waits for a flush);"
+	echo "ucp_put_lat is half a round trip of puts answered by the peer; ucp_am_lat half a round trip of active messages (compare with RPC ping / 2)."
 	echo
-	echo "| UCX_TLS | ucp_get 8 B | ucp_get 1 KiB | ucp_put_bw 8 B | ucp_cswap 8 B |"
-	echo "|---|---:|---:|---:|---:|"
+	echo "| UCX_TLS | ucp_get 8 B | ucp_get 1 KiB | ucp_put_bw 8 B | ucp_put_lat 8 B | ucp_cswap 8 B | ucp_am_lat 8 B |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
 	printf '%s' "$perf"
 } >"$out"
 echo "wrote $out"

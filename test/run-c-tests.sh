@@ -31,6 +31,11 @@
 # §5.1; test/lib/testutil.h test_tree_leaf_opts); those also in
 # OFFLOAD_VARIANTS once more with both (NAME+offload-hop).  DM_TEST_HOP_ALL=1
 # adds the long ones (test_tree_reclaim, minutes).
+# The binaries in VAR_VARIANTS run once more with TREE_KEY_FORMAT=var (shown
+# as NAME+var): their trees hold variable-length keys (docs/design.md §5.2;
+# test/lib/testkeys.h: each test key as a prefix-free byte string).
+# DM_TEST_VAR_ALL=1 adds those of VAR_VARIANTS_ALL (longer) and runs
+# test_tree_reclaim+var whole (its section 4, the faulty reclaimer, adds 95 s).
 # BUILD_DIR (default build) runs the binaries of another build directory,
 # with its memnode: the sanitized build (Makefile: SANITIZE).
 # Exit status 0 iff everything passed.
@@ -49,6 +54,11 @@ UCX_VARIANTS_ALL="test_atomic test_fence test_tree_model test_tree_faults"
 OFFLOAD_VARIANTS="test_tree_concurrency"
 HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults"
 [ "${DM_TEST_HOP_ALL:-}" = 1 ] && HOP_VARIANTS="$HOP_VARIANTS test_tree_reclaim"
+# the tree tests parameterised with VAR keys (docs/design.md §9, issue 16 step 2):
+# beyond test_tree_concurrency they add ~157 s (test_tree_model and test_tree_cache partly FIXED8 only, test_tree_scale at 10%)
+VAR_VARIANTS="test_tree_concurrency test_tree_model test_tree_cache test_tree_faults test_tree_redo test_tree_reclaim test_tree_scale test_tree_replica"
+VAR_VARIANTS_ALL=""
+[ "${DM_TEST_VAR_ALL:-}" = 1 ] && VAR_VARIANTS="$VAR_VARIANTS $VAR_VARIANTS_ALL"
 offload_scale=25
 if [ -n "${DM_TEST_OFFLOAD_LONG:-}" ] && [ "${DM_TEST_OFFLOAD_LONG}" != 0 ]; then
 	OFFLOAD_VARIANTS="$OFFLOAD_VARIANTS test_tree_model"
@@ -71,6 +81,7 @@ for f in "$BUILD_DIR"/test/unit/* "$BUILD_DIR"/test/integ/*; do
 	case " $UCX_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@ucx-tcp" "$f@ucx-posix") ;; esac
 	case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload") ;; esac
 	case " $HOP_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@hop") ;; esac
+	case " $VAR_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@var") ;; esac
 	case " $HOP_VARIANTS " in *" $(basename "$f") "*)
 		case " $OFFLOAD_VARIANTS " in *" $(basename "$f") "*) bins+=("$f@offload-hop") ;; esac ;;
 	esac
@@ -92,6 +103,7 @@ for entry in "${bins[@]}"; do
 	tls=${UCX_TLS:-}
 	offload=
 	leaf=
+	keyfmt=
 	case "$entry" in
 		*@auth) name="$name+auth"; auth=1 ;;
 		*@ucx-*-auth) name="$name+${entry##*@}"; transport=ucx; tls=${entry##*@ucx-}; tls=${tls%-auth}; auth=1 ;;
@@ -99,6 +111,7 @@ for entry in "${bins[@]}"; do
 		*@offload) name="$name+offload"; offload=always ;;
 		*@hop) name="$name+hop"; leaf=hopscotch ;;
 		*@offload-hop) name="$name+offload-hop"; offload=always; leaf=hopscotch ;;
+		*@var) name="$name+var"; keyfmt=var ;;
 	esac
 	tap="$logdir/$name.tap"
 	log="$logdir/$name.log"
@@ -108,7 +121,7 @@ for entry in "${bins[@]}"; do
 	scale=${TREE_SCALE:-}
 	[ -n "$offload" ] && scale=$offload_scale
 	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport TREE_OFFLOAD=$offload TREE_SCALE=$scale \
-		TREE_LEAF_FORMAT=$leaf env ${tls:+UCX_TLS=$tls} \
+		TREE_LEAF_FORMAT=$leaf TREE_KEY_FORMAT=$keyfmt env ${tls:+UCX_TLS=$tls} \
 		timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')

@@ -283,7 +283,7 @@ run_cell(cell *ce)
 		child_result *r = &shm_area->res[i];
 
 		ops += r->ops;
-		rt += r->ctr.round_trips;
+		rt += r->ctr.round_trips + r->ctr.rpcs;	/* an RPC is a round trip too */
 		sent += r->ctr.wire_bytes_sent;
 		recv += r->ctr.wire_bytes_recv;
 		/* Aggregate throughput: each client over its own window, summed. */

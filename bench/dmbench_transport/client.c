@@ -1,7 +1,7 @@
 /*
  * client.c — one forked client process of a cell: its own dm_client (or a
  * plain socket for the ping-pong rows), the measured loop of one operation
- * (READ, WRITE, CAS, a batch of READs), a check that what it read is the
+ * (READ, WRITE, CAS, a batch of READs, an RPC), a check that what it read is the
  * pattern written at setup (or that the last write landed), and its latency samples and counters into the shared
  * area.
  */
@@ -44,6 +44,7 @@ typedef struct worker
 	int			idx;			/* client number: picks its part of the chunk */
 	/* tcp/shm */
 	dm_client  *c;
+	uint16_t	node;			/* the memnode's id (RPC ping) */
 	dm_gaddr	base;
 	dm_op		batch[BATCH_OPS];
 	uint64_t	cas_expected;
@@ -101,6 +102,9 @@ do_op(worker *w)
 							   w->buf + i * BATCH_LEN, BATCH_LEN);
 				return dm_post(w->c, w->batch, BATCH_OPS, NULL);
 			}
+		case OP_RPC_PING:
+			/* the cheapest existing RPC (the memnode echoes a token); checks the echo */
+			return dm_ping(w->c, w->node);
 	}
 	return DM_ERR_INTERNAL;
 }
@@ -226,6 +230,7 @@ child_main(int op, int backend, int idx, int ready_fd, int go_fd)
 			child_fail(r, st, "dm_client_connect", w->c);
 			_exit(1);
 		}
+		w->node = node;
 		/* Own 32 KiB of the chunk: CAS words of two clients never share a line. */
 		w->base = chunk_base + (uint64_t) idx * CLIENT_AREA;
 		/* Start the CAS chain from whatever the word holds now. */

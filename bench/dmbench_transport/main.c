@@ -12,6 +12,9 @@
  *   - CAS 8 B            one dm_cas (always succeeds: each client has its
  *                        own word, so the write path is exercised too)
  *   - batch 16xREAD 64 B one dm_post carrying 16 READs (= one round trip)
+ *   - RPC ping           one dm_ping, the cheapest existing RPC (the memnode
+ *                        echoes a token): over tcp and shm a frame on the
+ *                        socket, over ucx a UCX active message each way
  * and, as the baseline, a plain loopback TCP ping-pong (blocking sockets,
  * TCP_NODELAY, 8 bytes each way) against a thread-per-connection echo
  * server, with 1 and 2 client processes.
@@ -78,6 +81,7 @@ static const char *const op_names[OP_COUNT] = {
 	"WRITE 8 B",
 	"CAS 8 B",
 	"batch 16xREAD 64 B",
+	"RPC ping",
 };
 
 static const char *const backend_names[] = {"socket", "tcp", "shm", "ucx"};
@@ -446,7 +450,8 @@ main(int argc, char **argv)
 					 "- ops/s is summed over the client processes; a batch counts as one op (16 remote READs).\n"
 					 "- round trips/op and wire B/op (sent / received frame bytes) come from dm_client_counters; "
 					 "for ping-pong they are its 8-byte payloads; shm counts each dm_post as a round trip "
-					 "although no message is sent.\n"
+					 "although no message is sent; an RPC counts as one (over ucx its bytes go through UCX, "
+					 "not counted; the shm backend's RPCs go over its socket).\n"
 					 "- ratio = this row's median / ping-pong median with the same number of clients "
 					 "(for tcp rows: the protocol overhead ratio).\n");
 	if (!shm_ok)

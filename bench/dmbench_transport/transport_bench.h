@@ -45,6 +45,7 @@ typedef enum bench_op
 	OP_WRITE8,
 	OP_CAS8,
 	OP_BATCH16,
+	OP_RPC_PING,
 	OP_COUNT
 } bench_op;
 

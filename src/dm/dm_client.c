@@ -439,6 +439,16 @@ dm_client_counters(const dm_client *c, int node_id, dm_counters *out)
 	}
 }
 
+uint64_t
+dm_client_round_trips(const dm_client *c)
+{
+	uint64_t	n = 0;
+
+	for (int i = 0; i < c->nconns; i++)
+		n += c->conns[i]->ctr.round_trips;
+	return n;
+}
+
 void
 dm_client_reset_counters(dm_client *c)
 {

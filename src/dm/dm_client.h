@@ -146,6 +146,8 @@ extern int	dm_client_is_local(const dm_client *c, uint16_t node_id);
 extern int	dm_client_node_info(const dm_client *c, int idx, dm_node_info *out);
 /* Counters of one memnode's connection, or of all (node_id < 0). */
 extern void dm_client_counters(const dm_client *c, int node_id, dm_counters *out);
+/* Of those, the round trips to every memnode (cheaper: timing code calls it per operation). */
+extern uint64_t dm_client_round_trips(const dm_client *c);
 /* The op timeout in effect (ms). */
 extern int	dm_client_op_timeout(const dm_client *c);
 extern void dm_client_reset_counters(dm_client *c);

@@ -251,6 +251,14 @@ dm_client_fire_fault(dm_client *c, dm_op *ops, dm_conn **touched, int ntouched)
 	return DM_OK;
 }
 
+/* A connection's ops where the client executes them: shm, or ucx */
+static inline int
+post_direct(dm_client *c, dm_conn *cn, dm_op *ops, int *bad_index)
+{
+	return cn->backend == DM_BACKEND_SHM ? dm_shm_post(c, cn, ops, bad_index) :
+		dm_ucx_post(c, cn, ops, bad_index);
+}
+
 int
 dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 {
@@ -258,7 +266,8 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 	int			rc = DM_OK;
 	uint32_t	reply_len[64];
 	int			sent[64];
-	int			ntouched = 0;
+	int			ntouched = 0,
+				ntcp = 0;
 	dm_conn    *touched[64];
 
 	if (bad_index)
@@ -267,22 +276,30 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		return nops == 0 ? DM_OK : DM_ERR_INVALID;
 	for (int i = 0; i < c->nconns; i++)
 		c->conns[i]->nidx = 0;
-	/* route each op to its memnode's connection */
+
+	/*
+	 * Route each op to its memnode's connection, adding up the frame sizes
+	 * as we go: the same limits on every backend, so a batch that works
+	 * over shm cannot fail when the same code runs over tcp.  (One pass
+	 * over the ops: on a mapped region the whole op costs ~20 ns, and a
+	 * second pass through the index showed in profiles.)
+	 */
 	for (int i = 0; i < nops; i++)
 	{
+		dm_op	   *op = &ops[i];
 		dm_conn    *cn;
 
-		if (ops[i].kind < DM_OP_READ || ops[i].kind > DM_OP_KIND_MAX ||
-			(ops[i].addr & DM_GADDR_RESERVED_BIT) != 0 || (ops[i].flags & ~(DM_OPF_ALL | DM_OPF_ORDERED)) != 0 ||
-			((ops[i].flags & DM_OPF_GUARD) && ops[i].kind != DM_OP_CAS) ||
-			((ops[i].kind == DM_OP_READ || ops[i].kind == DM_OP_WRITE) &&
-			 (ops[i].len == 0 || ops[i].buf == NULL)))
+		if (op->kind < DM_OP_READ || op->kind > DM_OP_KIND_MAX ||
+			(op->addr & DM_GADDR_RESERVED_BIT) != 0 || (op->flags & ~(DM_OPF_ALL | DM_OPF_ORDERED)) != 0 ||
+			((op->flags & DM_OPF_GUARD) && op->kind != DM_OP_CAS) ||
+			((op->kind == DM_OP_READ || op->kind == DM_OP_WRITE) &&
+			 (op->len == 0 || op->buf == NULL)))
 		{
 			if (bad_index)
 				*bad_index = i;
 			return dm_fail(c, NULL, DM_ERR_INVALID, "operation %d is malformed", i);
 		}
-		if ((cn = dm_conn_usable(c, dm_gaddr_node(ops[i].addr), &rc)) == NULL)
+		if ((cn = dm_conn_usable(c, dm_gaddr_node(op->addr), &rc)) == NULL)
 		{
 			if (bad_index)
 				*bad_index = i;
@@ -293,31 +310,23 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 			if (ntouched == 64)
 				return dm_fail(c, NULL, DM_ERR_TOOBIG, "batch touches more than 64 memnodes");
 			touched[ntouched++] = cn;
+			ntcp += cn->backend == DM_BACKEND_TCP;
+			cn->post_req = cn->post_rep = DM_HDR_SIZE + sizeof(dm_batch_hdr);
 		}
 		if (idx_push(cn, i) != DM_OK)
 			return dm_fail(c, NULL, DM_ERR_NOMEM, "out of memory");
+		cn->post_req += sizeof(dm_wire_op);
+		cn->post_rep += sizeof(uint64_t);
+		if (op->kind == DM_OP_WRITE)
+			cn->post_req += dm_pad8(op->len);
+		else if (op->kind == DM_OP_READ)
+			cn->post_rep += dm_pad8(op->len);
 	}
-
-	/*
-	 * The same limits on every backend, so a batch that works over shm
-	 * cannot fail when the same code runs over tcp.
-	 */
 	for (int t = 0; t < ntouched; t++)
 	{
 		dm_conn    *cn = touched[t];
-		uint64_t	req = DM_HDR_SIZE + sizeof(dm_batch_hdr) + (uint64_t) cn->nidx * sizeof(dm_wire_op);
-		uint64_t	rep = DM_HDR_SIZE + sizeof(dm_batch_hdr) + (uint64_t) cn->nidx * sizeof(uint64_t);
 
-		for (int k = 0; k < cn->nidx; k++)
-		{
-			const dm_op *op = &ops[cn->idx[k]];
-
-			if (op->kind == DM_OP_WRITE)
-				req += dm_pad8(op->len);
-			else if (op->kind == DM_OP_READ)
-				rep += dm_pad8(op->len);
-		}
-		if (cn->nidx > DM_BATCH_MAX_OPS || req > DM_FRAME_MAX || rep > DM_FRAME_MAX)
+		if (cn->nidx > DM_BATCH_MAX_OPS || cn->post_req > DM_FRAME_MAX || cn->post_rep > DM_FRAME_MAX)
 			return dm_fail(c, cn, DM_ERR_TOOBIG,
 						   "batch of %d operations exceeds the limits (%d operations, %u bytes each way)",
 						   cn->nidx, DM_BATCH_MAX_OPS, DM_FRAME_MAX);
@@ -327,14 +336,15 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		(rc = dm_client_fire_fault(c, ops, touched, ntouched)) != DM_OK)
 		return rc;
 
+	/* the common single-memnode case over shm or ucx: nothing to send first */
+	if (ntouched == 1 && ntcp == 0)
+		return post_direct(c, touched[0], ops, bad_index);
+
 	/* send every tcp frame first, so the memnodes work in parallel */
-	deadline = 0;
-	for (int t = 0; t < ntouched && deadline == 0; t++)
-		if (touched[t]->backend == DM_BACKEND_TCP)
-			deadline = dm_deadline(c->opts.op_timeout_ms);	/* only tcp waits here */
+	deadline = ntcp > 0 ? dm_deadline(c->opts.op_timeout_ms) : 0;	/* only tcp waits here */
 	for (int t = 0; t < ntouched; t++)
 		sent[t] = 0;			/* all of them: the loop below may stop early */
-	for (int t = 0; t < ntouched; t++)
+	for (int t = 0; t < ntouched && ntcp > 0; t++)
 	{
 		if (touched[t]->backend == DM_BACKEND_TCP)
 		{
@@ -353,17 +363,11 @@ dm_post(dm_client *c, dm_op *ops, int nops, int *bad_index)
 		dm_conn    *cn = touched[t];
 		int			r;
 
-		if (cn->backend == DM_BACKEND_SHM)
+		if (cn->backend != DM_BACKEND_TCP)
 		{
 			if (rc != DM_OK)
 				continue;		/* a tcp send failed: don't start more work */
-			r = dm_shm_post(c, cn, ops, bad_index);
-		}
-		else if (cn->backend == DM_BACKEND_UCX)
-		{
-			if (rc != DM_OK)
-				continue;
-			r = dm_ucx_post(c, cn, ops, bad_index);
+			r = post_direct(c, cn, ops, bad_index);
 		}
 		else if (sent[t])
 			r = tcp_recv_batch(c, cn, ops, deadline, reply_len[t], bad_index);

@@ -58,10 +58,15 @@ typedef struct dm_conn
 	dm_local_exec_fn local_exec;
 	void	   *local_arg;
 	int			local_ready;
-	/* dm_post bookkeeping: indexes of this conn's ops in the caller's array */
+	/*
+	 * dm_post bookkeeping: indexes of this conn's ops in the caller's
+	 * array, and the frame sizes (request, reply) they would take over tcp
+	 */
 	int		   *idx;
 	int			nidx;
 	int			idxcap;
+	uint64_t	post_req;
+	uint64_t	post_rep;
 	dm_counters ctr;
 } dm_conn;
 

@@ -9,12 +9,17 @@
 #include "dm_memops.h"
 
 /*
- * Aligned words are moved with relaxed 8-byte atomic loads/stores: that is
- * what makes each word untearable (memcpy may use any access width, and
- * concurrent memcpy on the same bytes is a data race in C's model).  The
- * unaligned head/tail bytes carry no atomicity promise.  In tear mode we
- * yield between words so other processes get in between.
+ * Aligned words are moved with relaxed 8-byte atomic loads/stores, or, for
+ * a long enough aligned middle on a CPU that makes them atomic, 16-byte
+ * ones (dm_memops_wide.c): that is what makes each word untearable (memcpy
+ * may use any access width, and concurrent memcpy on the same bytes is a
+ * data race in C's model).  The unaligned head/tail bytes carry no
+ * atomicity promise.  In tear mode we yield between words so other
+ * processes get in between.
  */
+
+/* below this many bytes the 8-byte loop is as fast (one or two words) */
+#define WIDE_MIN 32
 void
 dm_mem_read(void *dst, const volatile uint8_t *src, uint32_t len, int tear)
 {
@@ -54,6 +59,22 @@ dm_mem_read(void *dst, const volatile uint8_t *src, uint32_t len, int tear)
 		d[i] = src[i];
 		i++;
 	}
+	if (len - i >= WIDE_MIN && dm_mem_copy_mode() == DM_MEMCOPY_WIDE)
+	{
+		uint32_t	n;
+
+		/* one word to 16-byte alignment, then 16-byte atomic loads */
+		if (((uintptr_t) (src + i)) & 15)
+		{
+			uint64_t	w = __atomic_load_n((const volatile uint64_t *) (src + i), __ATOMIC_RELAXED);
+
+			memcpy(d + i, &w, 8);
+			i += 8;
+		}
+		n = (len - i) & ~(uint32_t) 15;
+		dm_mem_read_wide(d + i, src + i, n);
+		i += n;
+	}
 	for (; i + 8 <= len; i += 8)
 	{
 		uint64_t	w = __atomic_load_n((const volatile uint64_t *) (src + i), __ATOMIC_RELAXED);
@@ -77,6 +98,22 @@ dm_mem_write(volatile uint8_t *dst, const void *src, uint32_t len, int tear)
 	{
 		dst[i] = s[i];
 		i++;
+	}
+	if (!tear && len - i >= WIDE_MIN && dm_mem_copy_mode() == DM_MEMCOPY_WIDE)
+	{
+		uint32_t	n;
+
+		if (((uintptr_t) (dst + i)) & 15)
+		{
+			uint64_t	w;
+
+			memcpy(&w, s + i, 8);
+			__atomic_store_n((volatile uint64_t *) (dst + i), w, __ATOMIC_RELAXED);
+			i += 8;
+		}
+		n = (len - i) & ~(uint32_t) 15;
+		dm_mem_write_wide(dst + i, s + i, n);
+		i += n;
 	}
 	for (; i + 8 <= len; i += 8)
 	{

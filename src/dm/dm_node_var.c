@@ -42,7 +42,7 @@ dm_tree_key_max(uint32_t node_size)
 {
 	if (node_size < DM_NODE_MIN || node_size > DM_NODE_MAX || (node_size & (node_size - 1)) != 0)
 		return 0;
-	return (node_size - DM_VAR_HEADER - 2 * (uint32_t) sizeof(dm_var_inner)) / 4 + 8;
+	return (node_size - DM_VAR_HEADER - 3 * (uint32_t) sizeof(dm_var_inner)) / 5 + 8;
 }
 
 uint32_t
@@ -255,12 +255,23 @@ dm_var_split_point(int level, uint32_t node_size, dm_entry low, dm_entry high,
 		total += slot + items[i].sep.sfx_len;
 	for (int h = 1; h < m; h++)
 	{
-		dm_entry	s = level == 0 ? dm_var_separator(items[h - 1].sep, items[h].sep) : items[h].sep;
+		dm_entry	s;
 		uint32_t	lneed,
 					rneed;
 		int64_t		score;
 
 		left += slot + items[h - 1].sep.sfx_len;
+		/*
+		 * An inner node keeps at least two children on each side when it
+		 * has four: a side of one child adds a level without adding room,
+		 * and repeated, such splits grew a tree of 2,500 leaves to 16
+		 * levels.  dm_tree_key_max leaves room for three maximum entries,
+		 * so an overflowing inner node has four and such a cut fits
+		 * (DESIGN.md §5.2).
+		 */
+		if (level > 0 && m >= 4 && (h < 2 || m - h < 2))
+			continue;
+		s = level == 0 ? dm_var_separator(items[h - 1].sep, items[h].sep) : items[h].sep;
 		lneed = DM_VAR_HEADER + low.sfx_len + s.sfx_len + left;
 		rneed = DM_VAR_HEADER + s.sfx_len + high.sfx_len + (total - left);
 		if (lneed > node_size || rneed > node_size)

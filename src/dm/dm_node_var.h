@@ -12,8 +12,8 @@
 #define DM_NODE_VAR_H
 
 #define DM_VAR_HEADER	96		/* the 88-byte header, then dm_var_ext */
-/* The longest suffix of any node size: dm_tree_key_max(DM_NODE_MAX) - 8 (984). */
-#define DM_VAR_SFX_MAX	((DM_NODE_MAX - DM_VAR_HEADER - 2 * 32) / 4)
+/* The longest suffix of any node size: dm_tree_key_max(DM_NODE_MAX) - 8 (780). */
+#define DM_VAR_SFX_MAX	((DM_NODE_MAX - DM_VAR_HEADER - 3 * 32) / 5)
 
 /* Bytes 88..96 of a VAR node. */
 typedef struct dm_var_ext

@@ -63,8 +63,8 @@ typedef struct dm_offload_counters
 	uint64_t	lost_writes;	/* offloaded writes whose outcome is unknown (RPC failed) */
 	uint64_t	rpc_ns_total;	/* time spent in offload RPCs, */
 	uint64_t	rpcs;			/* ... over this many of them */
-	uint64_t	read_ns_total;	/* time spent in timed one-sided paths, */
-	uint64_t	reads;			/* ... over this many round trips */
+	uint64_t	read_ns_total;	/* time spent in timed one-sided paths (a sample of them */
+	uint64_t	reads;			/* where an RPC loses by far), over this many round trips */
 	uint64_t	rpc_ns_avg;		/* moving average of an offload's latency */
 	uint64_t	read_ns_avg;	/* ... of one remote node read (one-sided) */
 	uint64_t	memnode_busy_pct;	/* the memnode's executor busy ratio last seen */
@@ -109,9 +109,10 @@ extern int	dm_offload_sorted(dm_tree *t, const dm_entry *e, int n, int del, int 
 extern int	dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n);
 /*
  * Up to max entries of [lo, hi] from lo upward in one offload where
- * possible.  *more: 0 = the range is done, else continue from *resume
- * (exclusive if *more == 1, inclusive if DM_OFF_RESUME_INCL).  Falls back
- * to an iterator itself, so it always answers.
+ * possible.  *more: 0 = the range is done, else there may be more (always
+ * so when max entries came): continue from *resume (exclusive if
+ * *more == 1, inclusive if DM_OFF_RESUME_INCL).  Falls back to an iterator
+ * itself, so it always answers.
  */
 extern int	dm_tree_offload_scan(dm_tree *t, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 								 dm_entry *out, int max, int *n, int *more, dm_entry *resume);

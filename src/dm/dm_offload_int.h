@@ -27,6 +27,8 @@
  */
 #define EXPLORE_FAR_INTERVAL_NS UINT64_C(1000000000)
 #define EWMA_SHIFT 4			/* moving average over ~16 samples */
+#define EWMA_CLAMP 3			/* a sample counts as at most 3x the average */
+#define WARM_SAMPLES 3			/* samples of each path before the model decides */
 #define LOAD_INTERVAL_NS 100000000ull
 #define BUSY_LIMIT_PCT 85
 #define LOOKUP_MAX 64			/* tids one offloaded lookup returns (more: one-sided) */
@@ -48,9 +50,12 @@ struct dm_offload
 	int			local;			/* running the one-sided path for it: no offload */
 	uint64_t	rng;
 	uint64_t	far_explored_ns;	/* last exploration while an RPC loses by far (at most one a second) */
+	uint32_t	sample_skip;	/* one-sided operations not timed while an RPC loses by far */
 	uint64_t	tok_rng;		/* names of this handle's requests (DM_RPC_OFF_DRAIN) */
-	uint64_t	rpc_ns;			/* l_p (0 = no sample yet) */
-	uint64_t	read_ns;		/* l_o (0 = no sample yet) */
+	uint64_t	rpc_ns;			/* l_p */
+	uint64_t	read_ns;		/* l_o */
+	uint32_t	rpc_samples;	/* samples of each so far (counted up to WARM_SAMPLES) */
+	uint32_t	read_samples;
 	int			root_level;		/* level of the node at root_addr; -1 unknown */
 	dm_gaddr	root_addr;
 	mn_load		load[DM_TREE_MAX_MEMNODES];
@@ -66,15 +71,59 @@ now_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/*
+ * The moving average of a latency, each sample counted as at most
+ * EWMA_CLAMP times the average.  On a shared machine one descheduled
+ * process turns a 20 us round trip into milliseconds; unclamped, such
+ * samples moved the averages to 5 ms where the medians were tens of
+ * microseconds, and steered the policy for hundreds of decisions
+ * (bench/results/offload-cells-2026-11-26.md).  A real rise still shows:
+ * the average can grow by (EWMA_CLAMP - 1) / 2^EWMA_SHIFT per sample,
+ * doubling within ~6 samples.
+ */
 static inline void
 ewma(uint64_t *avg, uint64_t sample)
 {
 	if (*avg == 0)
 		*avg = sample ? sample : 1;
 	else
+	{
+		if (sample / EWMA_CLAMP > *avg)
+			sample = *avg * EWMA_CLAMP;
 		*avg = *avg - (*avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+	}
 }
 
+
+/*
+ * A latency sample into an estimate: the smallest of the first
+ * WARM_SAMPLES, then the moving average.  A handle's first one-sided
+ * operation pays for cold state (its first touches of the mapped region,
+ * of the node buffers): 21 us where the next ones take 1.5 us over shm.
+ * Taken as the average, that sample made a 57 us RPC look cheaper than a
+ * descent for the ~2,500 operations exploration needed to wash it out,
+ * and one-row INSERTs over shm went to the executor (issue 10's insert
+ * gap: 15% of throughput).
+ */
+static inline void
+estimate_add(uint64_t *avg, uint32_t *n, uint64_t sample)
+{
+	if (*n < WARM_SAMPLES)
+	{
+		if (*n == 0 || sample < *avg)
+			*avg = sample ? sample : 1;
+		(*n)++;
+	}
+	else
+		ewma(avg, sample);
+}
+
+/* Both estimates are past their warm-up: the model may decide. */
+static inline int
+estimates_warm(const struct dm_offload *o)
+{
+	return o->rpc_samples >= WARM_SAMPLES && o->read_samples >= WARM_SAMPLES;
+}
 
 /* dm_offload_policy.c */
 /* The load entry of memnode mn in t's list; NULL if the tree does not use it. */
@@ -85,8 +134,14 @@ extern int	dm_offload_explore_now(struct dm_offload *o, int rare);
 extern int	dm_offload_could_win(const struct dm_offload *o, int *far);
 /* Offload from a miss at level (-1 unknown) on memnode?  explore: the contrary choice was drawn. */
 extern int	dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore);
-/* Round trips t's client made so far, and the one-sided path's sample for l_o. */
-extern uint64_t dm_offload_round_trips(dm_tree *t);
-extern void dm_offload_local_sample(dm_tree *t, uint64_t t0, uint64_t rt0);
+/* The one-sided path's sample for l_o, taken around an operation (not always: see there). */
+typedef struct dm_offload_sample
+{
+	int			on;				/* this operation is timed */
+	uint64_t	t0;
+	uint64_t	rt0;			/* the client's round trips before it */
+} dm_offload_sample;
+extern void dm_offload_sample_begin(dm_tree *t, dm_offload_sample *s);
+extern void dm_offload_sample_end(dm_tree *t, const dm_offload_sample *s);
 
 #endif							/* DM_OFFLOAD_INT_H */

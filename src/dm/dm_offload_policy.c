@@ -79,7 +79,7 @@ dm_offload_could_win(const struct dm_offload *o, int *far)
 	uint64_t	most;
 
 	*far = 0;
-	if (o->mode != DM_OFFLOAD_AUTO || o->rpc_ns == 0 || o->read_ns == 0)
+	if (o->mode != DM_OFFLOAD_AUTO || !estimates_warm(o))
 		return 1;
 	most = local_cost(o, o->root_level >= 0 ? o->root_level : 2);
 	*far = o->rpc_ns > 2 * most;
@@ -118,8 +118,8 @@ dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore)
 	}
 	else
 	{
-		if (o->rpc_ns == 0 || o->read_ns == 0)
-			offload = o->rpc_ns == 0;	/* get one sample of each first */
+		if (!estimates_warm(o))
+			offload = o->rpc_samples < o->read_samples;	/* a few samples of each first */
 		else
 		{
 			if (level < 0)
@@ -141,28 +141,45 @@ dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore)
 	return offload;
 }
 
-uint64_t
-dm_offload_round_trips(dm_tree *t)
-{
-	dm_counters c;
+/*
+ * The one-sided path, timed for l_o: two clock reads and two sums of the
+ * client's counters around the operation.  Where an RPC loses by far (over
+ * shm an operation is ~1-2 us of loads, and these cost ~0.1-0.2 us) only
+ * one operation in SAMPLE_FAR_EVERY is timed: the estimate then only has
+ * to notice a change of regime, which a sample every few operations does.
+ */
+#define SAMPLE_FAR_EVERY 16
 
-	dm_client_counters(t->c, -1, &c);
-	return c.round_trips;
+void
+dm_offload_sample_begin(dm_tree *t, dm_offload_sample *s)
+{
+	struct dm_offload *o = t->off;
+	int			far;
+
+	s->on = 0;
+	if (o == NULL)
+		return;
+	if (!dm_offload_could_win(o, &far) && far && (++o->sample_skip % SAMPLE_FAR_EVERY) != 0)
+		return;
+	s->on = 1;
+	s->t0 = now_ns();
+	s->rt0 = dm_client_round_trips(t->c);
 }
 
-/* The one-sided path, timed for l_o. */
 void
-dm_offload_local_sample(dm_tree *t, uint64_t t0, uint64_t rt0)
+dm_offload_sample_end(dm_tree *t, const dm_offload_sample *s)
 {
-	uint64_t	rts = dm_offload_round_trips(t) - rt0;
+	uint64_t	rts;
 
+	if (!s->on)
+		return;
+	rts = dm_client_round_trips(t->c) - s->rt0;
 	if (rts > 0)
 	{
-		uint64_t	ns = now_ns() - t0;
+		uint64_t	ns = now_ns() - s->t0;
 
-		ewma(&t->off->read_ns, ns / rts);
+		estimate_add(&t->off->read_ns, &t->off->read_samples, ns / rts);
 		t->off->ctr.read_ns_total += ns;
 		t->off->ctr.reads += rts;
 	}
 }
-

@@ -499,6 +499,9 @@ level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *ch
 	dm_item *merged = malloc(sizeof(dm_item) * (size_t) cap * 2);
 	int			rc = DM_OK;
 	int			i = 0;
+	/* items per step: cap, or fewer where a VAR node had no cut for them (below) */
+	int			limit = cap,
+				limit_i = -1;
 
 	if (!buf || !rbuf || !merged)
 	{
@@ -513,10 +516,12 @@ level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *ch
 		int			j, m, added, was_root,
 					in_place = 0;
 
+		if (i != limit_i)
+			limit = cap;
 		if ((rc = lock_covering(t, level, items[i].sep, &wl, buf)) != DM_OK)
 			goto out;
 		addr = wl.addr;
-		j = covered_end(buf, items, i, n, cap,
+		j = covered_end(buf, items, i, n, limit,
 						t->key_var && !del ? (t->node_size - DM_VAR_HEADER) / 2 : 0);
 
 		if (del)
@@ -616,6 +621,24 @@ level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *ch
 			dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL);
 			rc = dm_tree_fail(t, DM_ERR_FALLBACK, "the leaf must be split");
 			goto out;
+		}
+		/*
+		 * Items are taken by count (cap), so a VAR node given many long ones
+		 * at once may have no cut into two that fit: take half as many and
+		 * redo.  For one item there always is one (DESIGN.md §5.2).
+		 */
+		if (t->key_var && j - i > 1)
+		{
+			dm_entry	sep;
+
+			if (dm_var_split_point(level, t->node_size, dm_node_low(buf), dm_node_high(buf), merged, m, &sep) < 1)
+			{
+				if ((rc = dm_node_wunlock(t, &wl, buf, 0, 0, NULL, NULL)) != DM_OK)
+					goto out;
+				limit_i = i;
+				limit = (j - i) / 2;
+				continue;
+			}
 		}
 		was_root = dm_entry_cmp(dm_node_low(buf), DM_ENTRY_MIN) == 0 &&
 			dm_entry_cmp(dm_node_high(buf), DM_ENTRY_INF) == 0;

@@ -264,8 +264,9 @@ extern int	dm_tree_destroy(dm_tree *t);
 extern uint32_t dm_tree_node_size(const dm_tree *t);
 /*
  * The longest key (bytes) a tree of key format VAR with nodes of node_size
- * bytes holds (DESIGN.md §5.2): a node holds both fences and two entries
- * of that size.  1 KiB: 224 bytes; 4 KiB: 992.  0 for an invalid size.
+ * bytes holds (DESIGN.md §5.2): a node holds both fences and three
+ * entries of that size, so that inner splits keep two children a side.
+ * 256 B: 20 bytes; 1 KiB: 174; 4 KiB: 788.  0 for an invalid size.
  */
 extern uint32_t dm_tree_key_max(uint32_t node_size);
 /* DM_LEAF_*, and for hopscotch leaves the neighbourhood (*neighborhood may be NULL; 0 for sorted). */

@@ -15,6 +15,32 @@
 /* ---- root growth ------------------------------------------------------------- */
 
 /*
+ * The level of `root` has more nodes than a new root holds.  Most likely
+ * the root grew long ago and the level below it has grown wide since: our
+ * look at the root word was stale (we were stalled).  Then there is nothing
+ * to do (DM_OK, t->root cleared so the caller reads the root word again).
+ * The same holds whatever made the new root full: its count (FIXED8) or its
+ * bytes (VAR: long separators fill it before inner_cap children; before
+ * this was checked for them too, a writer stalled in a root split failed
+ * with "level 0 has more nodes than a root holds", test_tree_faults+var).
+ */
+static int
+level_too_wide(dm_tree *t, dm_gaddr root, int level)
+{
+	dm_gaddr	now;
+	int			rc;
+
+	if ((rc = dm_read(t->c, t->info.root_addr, &now, sizeof(now))) != DM_OK)
+		return dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
+	if (now != root)
+	{
+		t->root = 0;
+		return DM_OK;
+	}
+	return dm_tree_fail(t, DM_ERR_CORRUPT, "level %d has more nodes than a root holds and no parent", level);
+}
+
+/*
  * Install a new root above the level of `root` (whose copy is rootbuf),
  * which no longer spans the key space: its split landed but the new root
  * did not, or not yet.  The splitter does this itself right after a root
@@ -70,25 +96,7 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 		dm_entry_own(&prev_high, dm_node_high(cur));
 		if (n == t->inner_cap)
 		{
-			dm_gaddr	now;
-
-			/*
-			 * Most likely the root grew long ago and the level below it
-			 * has grown wide since: our look at the root word was stale
-			 * (we were stalled).  Then there is nothing to do.
-			 */
-			if ((rc = dm_read(t->c, t->info.root_addr, &now, sizeof(now))) != DM_OK)
-			{
-				rc = dm_tree_fail(t, rc, "%s", dm_client_error(t->c));
-				goto out;
-			}
-			if (now != root)
-			{
-				t->root = 0;
-				goto out;
-			}
-			rc = dm_tree_fail(t, DM_ERR_CORRUPT, "level %d has more than %d nodes and no parent",
-							  level, t->inner_cap);
+			rc = level_too_wide(t, root, level);
 			goto out;
 		}
 		if ((rc = dm_node_read(t, next, cur)) != DM_OK)
@@ -100,9 +108,16 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 							  level, (unsigned long long) next);
 			goto out;
 		}
-		if ((rc = dm_node_append(nb, (dm_item) {dm_node_low(cur), next})) != DM_OK)
+		/* a VAR root fills by bytes, usually before inner_cap children */
+		if ((rc = dm_node_append(nb, (dm_item) {dm_node_low(cur), next})) == DM_ERR_TOOBIG)
 		{
-			rc = dm_tree_fail(t, rc, "level %d has more nodes than a root holds", level);
+			rc = level_too_wide(t, root, level);
+			goto out;
+		}
+		if (rc != DM_OK)
+		{
+			rc = dm_tree_fail(t, rc, "level %d: cannot list node 0x%llx in a new root", level,
+							  (unsigned long long) next);
 			goto out;
 		}
 		n++;

@@ -63,6 +63,7 @@
 #include "dm_offload.h"
 #include "dm_tree.h"
 #include "entrymodel.h"
+#include "testkeys.h"
 #include "testutil.h"
 
 #define NW 6					/* writers */
@@ -116,13 +117,14 @@ build_stable(model *st)
 {
 	for (uint64_t k = 0; k < NKEYS; k += (uint64_t) g_stride)
 	{
-		m_insert(st, dm_entry_make(k * KEY_STEP, k));
-		m_insert(st, dm_entry_make(k * KEY_STEP, k + 100000));
+		m_insert(st, tk(k * KEY_STEP, k));
+		m_insert(st, tk(k * KEY_STEP, k + 100000));
 	}
-	for (uint64_t i = 0; i < 16; i++)
+	/* VAR trees get NULLs as bytes from the access method: none here */
+	for (uint64_t i = 0; i < 16 && !test_key_var(); i++)
 		m_insert(st, dm_entry_null(i));
 	for (uint64_t i = 0; i < NPOINT; i += 2)
-		m_insert(st, dm_entry_make(POINT_BASE + i * KEY_STEP, POINT_TID + i));
+		m_insert(st, tk(POINT_BASE + i * KEY_STEP, POINT_TID + i));
 }
 
 static uint64_t
@@ -178,12 +180,12 @@ own_entry(int w)
 {
 	uint64_t	tid = ((uint64_t) w << OWNER_SHIFT) | rnd_below(WTIDS);
 
-	if (rnd_below(100) < 6)
+	if (rnd_below(100) < 6 && !test_key_var())
 		return dm_entry_null(tid);
 	/* a hot spot: writers queue on the same few leaves while they split */
 	if (rnd_below(100) < 30)
-		return dm_entry_make((HOT_FIRST + rnd_below(HOT_KEYS)) * KEY_STEP, tid);
-	return dm_entry_make(rnd_below(NKEYS) * KEY_STEP, tid);
+		return tk((HOT_FIRST + rnd_below(HOT_KEYS)) * KEY_STEP, tid);
+	return tk(rnd_below(NKEYS) * KEY_STEP, tid);
 }
 
 /* A batch of own entries, often clustered on a few keys (so it hits few leaves hard). */
@@ -196,7 +198,7 @@ own_batch(int w, dm_entry *b, int maxn)
 	for (int i = 0; i < n; i++)
 	{
 		if (rnd_below(3))
-			b[i] = dm_entry_make(((base + rnd_below(8)) % NKEYS) * KEY_STEP,
+			b[i] = tk(((base + rnd_below(8)) % NKEYS) * KEY_STEP,
 								 ((uint64_t) w << OWNER_SHIFT) | rnd_below(WTIDS));
 		else
 			b[i] = own_entry(w);
@@ -210,7 +212,7 @@ own_point(int w)
 {
 	uint64_t	i = 2 * ((uint64_t) (w - 1) + NW * rnd_below(NPOINT / 2 / NW)) + 1;
 
-	return dm_entry_make(POINT_BASE + i * KEY_STEP, (uint64_t) w << OWNER_SHIFT);
+	return tk(POINT_BASE + i * KEY_STEP, (uint64_t) w << OWNER_SHIFT);
 }
 
 /*
@@ -223,7 +225,7 @@ check_point(dm_tree *t, child_report *rep, const char *who, uint64_t key, uint64
 {
 	uint64_t	tids[4];
 	int			n = -1;
-	int			rc = dm_tree_lookup(t, key, tids, 4, &n);
+	int			rc = tk_lookup(t, key, tids, 4, &n);
 
 	if (rc != DM_OK || n != want || (n == 1 && tids[0] != tid))
 	{
@@ -291,7 +293,7 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 					  E(e), dm_strerror(rc), existed, want, terr(t));
 			want ? m_delete(&mine, e) : m_insert(&mine, e);
 			e = own_point(w);
-			check_point(t, rep, who, e.key, e.tid, m_has(&mine, e));
+			check_point(t, rep, who, tk_key(e), e.tid, m_has(&mine, e));
 			check_point(t, rep, who, POINT_BASE + si * KEY_STEP, POINT_TID + si, 1);
 			continue;
 		}
@@ -377,7 +379,7 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 						nmine = 0,
 						nstable = 0;
 
-			rc = dm_tree_lookup(t, key, tids, (int) (sizeof(tids) / sizeof(tids[0])), &n);
+			rc = tk_lookup(t, key, tids, (int) (sizeof(tids) / sizeof(tids[0])), &n);
 			if (rc != DM_OK)
 			{
 				cfail(rep, "%s op %d: lookup %" PRIu64 ": %s: %s", who, op, key, dm_strerror(rc), terr(t));
@@ -385,7 +387,7 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 			}
 			for (int i = 0; i < n; i++)
 			{
-				dm_entry	e = dm_entry_make(key, tids[i]);
+				dm_entry	e = tk(key, tids[i]);
 
 				if (owner_of(e) == (uint64_t) w)
 				{
@@ -404,10 +406,10 @@ writer_main(const tcfg *cf, const dm_tree_name *tn, int w, int ready_fd, int go_
 					cfail(rep, "%s op %d: lookup %" PRIu64 " returned %s: no such owner", who, op, key, E(e));
 			}
 			{
-				size_t		mf = m_lower(&mine, dm_entry_make(key, 0)),
-							mt = m_upper(&mine, dm_entry_make(key, DM_TID_MAX)),
-							sf = m_lower(&stable, dm_entry_make(key, 0)),
-							st = m_upper(&stable, dm_entry_make(key, DM_TID_MAX));
+				size_t		mf = m_lower(&mine, tk(key, 0)),
+							mt = m_upper(&mine, tk(key, DM_TID_MAX)),
+							sf = m_lower(&stable, tk(key, 0)),
+							st = m_upper(&stable, tk(key, DM_TID_MAX));
 
 				if ((size_t) nmine != mt - mf || (size_t) nstable != st - sf)
 					cfail(rep, "%s op %d: lookup %" PRIu64 ": %d own tids (model %zu), %d stable tids (want %zu)",
@@ -439,11 +441,11 @@ scan_bound(int is_hi, dm_entry *b, int *incl)
 			*b = is_hi ? DM_ENTRY_INF : DM_ENTRY_MIN;
 			break;
 		case 1:				/* an exact stable or writer entry */
-			*b = dm_entry_make((k / KEY_STEP) * KEY_STEP, rnd_below(2) ? k / KEY_STEP :
+			*b = tk((k / KEY_STEP) * KEY_STEP, rnd_below(2) ? k / KEY_STEP :
 							   ((1 + rnd_below(NW)) << OWNER_SHIFT) | rnd_below(WTIDS));
 			break;
 		default:
-			*b = is_hi ? dm_key_hi(k, *incl) : dm_key_lo(k, *incl);
+			*b = is_hi ? tk_hi(k, *incl) : tk_lo(k, *incl);
 			break;
 	}
 }
@@ -488,6 +490,7 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 		dm_iter    *it = NULL;
 		dm_entry	e,
 					prev = DM_ENTRY_MIN;
+		uint8_t		prev_sfx[DM_NODE_MAX];
 		size_t		from,
 					to,
 					nret = 0,
@@ -553,7 +556,13 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 				}
 				nstable++;
 			}
+			/* e's suffix is the iterator's until the next call: prev keeps its own */
 			prev = e;
+			if (e.sfx_len != 0 && e.sfx_len <= sizeof(prev_sfx))
+			{
+				memcpy(prev_sfx, e.sfx, e.sfx_len);
+				prev.sfx = prev_sfx;
+			}
 			nret++;
 		}
 		if (k < 0)
@@ -578,15 +587,15 @@ scanner_main(const tcfg *cf, const dm_tree_name *tn, int s, int ready_fd, int go
 				cfail(rep, "%s: contains(stable %s): %s found=%d %s", who, E(se), dm_strerror(rc), found, terr(t));
 			if (dm_entry_is_null(se))
 				continue;
-			rc = dm_tree_lookup(t, se.key, tids, (int) (sizeof(tids) / sizeof(tids[0])), &n);
+			rc = tk_lookup(t, tk_key(se), tids, (int) (sizeof(tids) / sizeof(tids[0])), &n);
 			for (int j = 0; rc == DM_OK && j < n; j++)
 				hits += tids[j] == se.tid;
-			if (rc == DM_OK && se.key >= POINT_BASE && n != 1)
+			if (rc == DM_OK && tk_key(se) >= POINT_BASE && n != 1)
 				cfail(rep, "%s: lookup(point %" PRIu64 ") while writers run: %d tids, want just stable tid %" PRIu64,
-					  who, se.key, n, se.tid);
+					  who, tk_key(se), n, se.tid);
 			if (rc != DM_OK || hits != 1)
 				cfail(rep, "%s: lookup(%" PRIu64 ") while writers run: %s, stable tid %" PRIu64 " seen %d times %s",
-					  who, se.key, dm_strerror(rc), se.tid, hits, terr(t));
+					  who, tk_key(se), dm_strerror(rc), se.tid, hits, terr(t));
 		}
 	}
 	dm_tree_get_counters(t, &rep->ctr);
@@ -635,6 +644,10 @@ run_scenario(const tcfg *cf)
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = NODE_SIZE;
 	test_tree_leaf_opts(&opts);
+	if (test_tree_key_opts(&opts) != 0)
+		CHECK(0, "%s: TREE_KEY_FORMAT is fixed8 or var, and a 256-byte node holds its keys", cf->name);
+	/* the children's entries come back through shared memory: their suffixes must be the parent's */
+	tk_intern(0, POINT_BASE + NPOINT * KEY_STEP);
 	/* 10-bucket leaves: a neighbourhood of 4 makes entries hop and overflow (TREE_NEIGHBORHOOD overrides) */
 	if (opts.leaf_format == DM_LEAF_HOPSCOTCH && opts.neighborhood == 0)
 		opts.neighborhood = 4;

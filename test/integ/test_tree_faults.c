@@ -26,7 +26,9 @@
  * stores of its write, at every point of it: a torn node must be repaired
  * by the next one to meet it, not reported as corruption until REINDEX.  FAULT_SCHEDULES=<n> sets the number of
  * random schedules per transport (default 4; a long run: 200), TREE_SEED
- * the seed, TREE_BACKEND=tcp|shm one transport.
+ * the seed, TREE_BACKEND=tcp|shm one transport.  TREE_KEY_FORMAT=var
+ * (test_tree_faults+var) runs it all on VAR trees (test/lib/testkeys.h):
+ * torn VAR images repaired from their writer's redo slot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,7 +46,10 @@
 #include "dm_client.h"
 #include "dm_region.h"
 #include "dm_tree.h"
+#include "dm_node.h"
+#include "dm_node_var.h"
 #include "entrymodel.h"
+#include "testkeys.h"
 #include "testutil.h"
 
 #define NODE_SIZE 256			/* 10 entries a leaf: splits everywhere */
@@ -107,7 +112,7 @@ cfail(const char *fmt,...)
 static dm_entry
 key_entry(int k)
 {
-	return dm_entry_make((uint64_t) k * 4 + 1, (uint64_t) k);
+	return tk((uint64_t) k * 4 + 1, (uint64_t) k);
 }
 
 static dm_client *
@@ -240,6 +245,8 @@ create_tree(const transport *tr, const dm_tree_name *tn)
 	memset(&o, 0, sizeof(o));
 	o.node_size = NODE_SIZE;
 	test_tree_leaf_opts(&o);
+	if (test_tree_key_opts(&o) != 0)
+		return DM_ERR_INVALID;
 	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
 	rc = dm_tree_create_new(c, 1, tn, &o, &t);
 	dm_tree_close(t);
@@ -289,7 +296,12 @@ out:
 
 /* ---- part 2: every step of a root split ------------------------------------------------ */
 
-#define SWEEP_FILL 10			/* a full root leaf */
+/*
+ * A full root leaf: 10 FIXED8 entries; a VAR leaf holds 6 of the keys
+ * 1..37 (shorter than 8 bytes: no suffix, 24-byte slots), and A's key 401
+ * (a suffix) does not fit beside them.
+ */
+#define SWEEP_FILL (test_key_var() ? (NODE_SIZE - DM_VAR_HEADER) / 24 : 10)
 #define SWEEP_A_KEY 100			/* A's insert splits the root */
 #define SWEEP_B_FROM 200		/* B's keys */
 #define SWEEP_B_N 12
@@ -902,6 +914,14 @@ main(void)
 	int			nsched = 4;
 
 	tree_test_env(&g_seed, &scale);
+	{
+		/* the longest test key follows the node size; every key_entry interned before the forks */
+		dm_tree_opts o = {.node_size = NODE_SIZE};
+
+		if (!CHECK(test_tree_key_opts(&o) == 0, "TREE_KEY_FORMAT is fixed8 or var"))
+			return tap_done();
+		tk_intern(0, 4 * 6000 + 2);
+	}
 	if ((s = getenv("FAULT_SCHEDULES")) && atoi(s) > 0)
 		nsched = atoi(s);
 	tap_diag("FAULT_SCHEDULES=%d", nsched);

@@ -21,6 +21,8 @@
  * left claimed is never freed.
  *
  * Afterwards the tree verifies and holds every acknowledged entry.
+ * TREE_KEY_FORMAT=var (test_tree_redo+var): the same on a VAR tree, whose
+ * redo images are VAR node images (test/lib/testkeys.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +38,7 @@
 #include "dm_client.h"
 #include "dm_region.h"
 #include "dm_tree.h"
+#include "testkeys.h"
 #include "testutil.h"
 
 #define NODE_SIZE 256			/* a redo slot is one grant unit: B's next grant can be it */
@@ -68,7 +71,7 @@ afail(const char *what, int rc, dm_tree *t)
 static dm_entry
 key_entry(int k)
 {
-	return dm_entry_make((uint64_t) k * 4 + 1, (uint64_t) k);
+	return tk((uint64_t) k * 4 + 1, (uint64_t) k);
 }
 
 static int
@@ -102,7 +105,7 @@ setup(const dm_tree_name *tn)
 	o.node_size = NODE_SIZE;
 	test_tree_leaf_opts(&o);
 	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
-	rc = dm_tree_create_new(c, 1, tn, &o, &t);
+	rc = test_tree_key_opts(&o) == 0 ? dm_tree_create_new(c, 1, tn, &o, &t) : DM_ERR_INVALID;
 	for (int k = 0; k < 2 * FILL && rc == DM_OK; k += 2)
 		rc = insert_key(t, k);
 	/* closed without giving back: its grant's rest is nobody's, so B's next grant is A's slot */
@@ -331,6 +334,14 @@ main(void)
 {
 	const char *const args[] = {"--id", "1", "--shm", "--size", "64M", "--chunk-size", "1M", NULL};
 
+	{
+		/* the longest test key follows the node size; every key interned before the forks */
+		dm_tree_opts o = {.node_size = NODE_SIZE};
+
+		if (!CHECK(test_tree_key_opts(&o) == 0, "TREE_KEY_FORMAT is fixed8 or var"))
+			return tap_done();
+		tk_intern(0, 4 * 2048 + 2);
+	}
 	sh = test_start_shared(sizeof(shared), &mn, args);
 	if (sh == NULL)
 		return tap_done();

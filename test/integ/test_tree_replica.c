@@ -31,6 +31,9 @@
  *               were (no takeover, no repair); once the node is clean again
  *               it reads it.
  *
+ * TREE_KEY_FORMAT=var (test_tree_replica+var): the same on VAR trees
+ * (test/lib/testkeys.h).
+ *
  * Reproduce: TREE_SEED=<n>, TREE_SCALE=<percent>.
  */
 #define _GNU_SOURCE
@@ -49,6 +52,7 @@
 #include "dm_region.h"
 #include "dm_tree.h"
 #include "entrymodel.h"
+#include "testkeys.h"
 #include "testutil.h"
 
 #define NODE_SIZE	256
@@ -106,7 +110,7 @@ writer_main(int backend, const dm_tree_name *tn, int nops)
 		uint64_t	base = rnd_below(NKEYS * 4);
 
 		for (int j = 0; j < n; j++)
-			b[j] = dm_entry_make(base + (uint64_t) j * 4 + 1 + rnd_below(3), 1 + (uint64_t) j % 3);
+			b[j] = tk(base + (uint64_t) j * 4 + 1 + rnd_below(3), 1 + (uint64_t) j % 3);
 		n = sort_unique(b, n);
 		if (rnd_below(3) == 0)
 		{
@@ -138,7 +142,7 @@ writer_main(int backend, const dm_tree_name *tn, int nops)
 static int
 scan_check(dm_tree *t, uint64_t lo, uint64_t hi, int backward, char *why, size_t whylen)
 {
-	dm_range	r = {dm_key_lo(lo, 1), 1, dm_key_hi(hi, 1), 1, backward};
+	dm_range	r = {tk_lo(lo, 1), 1, tk_hi(hi, 1), 1, backward};
 	dm_iter    *it;
 	dm_entry	e, prev = DM_ENTRY_MIN;
 	uint64_t	stable = 0, expect = 0;
@@ -160,14 +164,20 @@ scan_check(dm_tree *t, uint64_t lo, uint64_t hi, int backward, char *why, size_t
 			dm_iter_close(it);
 			return 0;
 		}
-		if (e.key < lo || e.key > hi)
+		if (tk_key(e) < lo || tk_key(e) > hi)
 		{
 			snprintf(why, whylen, "%s outside [%" PRIu64 ", %" PRIu64 "]", E(e), lo, hi);
 			dm_iter_close(it);
 			return 0;
 		}
 		first = 0;
-		prev = e;
+		/* e's suffix is the iterator's until its next call: prev keeps the interned one */
+		if (!tk_own(e, &prev))
+		{
+			snprintf(why, whylen, "%s: its key bytes are no test key's", E(e));
+			dm_iter_close(it);
+			return 0;
+		}
 		if (e.tid == STABLE_TID)
 			stable++;
 	}
@@ -214,9 +224,10 @@ run_transport(int backend, const char *tname)
 	dm_tree_name_named(&tn, label);
 	opts.node_size = NODE_SIZE;
 	test_tree_leaf_opts(&opts);
+	CHECK(test_tree_key_opts(&opts) == 0, "%s: key format %s", tname, test_key_format_name());
 	CHECK_STATUS(dm_tree_create_new(wc, HOME, &tn, &opts, &w), DM_OK, "%s: create", tname);
 	for (int i = 0; i < NKEYS; i++)
-		init[i] = dm_entry_make((uint64_t) i * 4, STABLE_TID);
+		init[i] = tk((uint64_t) i * 4, STABLE_TID);
 	if (!CHECK(w && dm_tree_bulk_begin(w, 70, &b) == DM_OK && dm_bulk_add(b, init, NKEYS) == DM_OK &&
 			   dm_bulk_finish(b) == DM_OK, "%s: bulk load %d stable entries", tname, NKEYS))
 		return;
@@ -241,7 +252,7 @@ run_transport(int backend, const char *tname)
 		uint64_t	hseen, hw;
 
 		hw = sh->horizon;
-		if ((rc = dm_tree_lookup(r, key, tids, 16, &n)) != DM_OK)
+		if ((rc = tk_lookup(r, key, tids, 16, &n)) != DM_OK)
 		{
 			snprintf(why, sizeof(why), "lookup %" PRIu64 ": %s: %s", key, dm_strerror(rc), dm_tree_error(r));
 			bad = 1;
@@ -345,7 +356,7 @@ run_transport(int backend, const char *tname)
 
 	/* every writing entry point is refused, and sends nothing */
 	{
-		dm_entry	e = dm_entry_make(1, 7);
+		dm_entry	e = tk(1, 7);
 		dm_partition_map m = {0};
 		int			ex;
 		dm_bulk    *bb = NULL;
@@ -385,7 +396,7 @@ run_transport(int backend, const char *tname)
 		snprintf(label, sizeof(label), "replica-dirty-%s", tname);
 		dm_tree_name_named(&tn2, label);
 		CHECK_STATUS(dm_tree_create_new(wc, HOME, &tn2, &opts, &w2), DM_OK, "%s: small tree", tname);
-		dm_tree_insert(w2, dm_entry_make(7, 1), NULL);
+		dm_tree_insert(w2, tk(7, 1), NULL);
 		dm_tree_open(wc, HOME, &tn2, &info);
 		dm_read(wc, info.root_addr, &root, 8);
 		dm_read(wc, root, hdr, 16);
@@ -399,7 +410,7 @@ run_transport(int backend, const char *tname)
 		dm_tree_set_replica(r2, 1);
 		dm_client_reset_counters(rc2);
 		t0 = now_ns();
-		rc = dm_tree_lookup(r2, 7, tids, 4, &n);
+		rc = tk_lookup(r2, 7, tids, 4, &n);
 		CHECK(rc == DM_ERR_TIMEOUT && strstr(dm_tree_error(r2), "replica") != NULL,
 			  "%s: a mid-write leaf: replica lookup fails with %s after %.1f s (%s)", tname, dm_strerror(rc),
 			  (now_ns() - t0) / 1e9, dm_tree_error(r2));
@@ -415,7 +426,7 @@ run_transport(int backend, const char *tname)
 
 			dm_write(wc, root, v, 16);
 		}
-		rc = dm_tree_lookup(r2, 7, tids, 4, &n);
+		rc = tk_lookup(r2, 7, tids, 4, &n);
 		CHECK(rc == DM_OK && n == 1 && tids[0] == 1, "%s: once clean the replica reads it (%s, n=%d)", tname,
 			  dm_strerror(rc), n);
 		dm_tree_close(r2);
@@ -427,7 +438,7 @@ run_transport(int backend, const char *tname)
 	CHECK_STATUS(dm_tree_destroy(w), DM_OK, "%s: the writer's side frees the tree", tname);
 	{
 		uint64_t	tids[4];
-		int			n = 0, rc = dm_tree_lookup(r, 4, tids, 4, &n);
+		int			n = 0, rc = tk_lookup(r, 4, tids, 4, &n);
 		dm_range	all = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 0, 0};
 		dm_iter    *it = NULL;
 		dm_entry	e;
@@ -483,9 +494,10 @@ horizon_through_cache(int backend, const char *tname)
 	dm_tree_name_named(&tn, label);
 	opts.node_size = NODE_SIZE;
 	test_tree_leaf_opts(&opts);
+	CHECK(test_tree_key_opts(&opts) == 0, "%s: key format %s", tname, test_key_format_name());
 	CHECK_STATUS(dm_tree_create_new(wc, HOME, &tn, &opts, &w), DM_OK, "%s: create", tname);
 	for (uint64_t i = 0; i < 2000 && w; i++)
-		if (dm_tree_insert(w, dm_entry_make(i, 1), NULL) != DM_OK)
+		if (dm_tree_insert(w, tk(i, 1), NULL) != DM_OK)
 			break;
 	CHECK_STATUS(dm_tree_open_existing(ac, HOME, &tn, &a), DM_OK, "%s: replica a opens", tname);
 	CHECK_STATUS(dm_tree_open_existing(bc, HOME, &tn, &b), DM_OK, "%s: replica b opens", tname);
@@ -499,18 +511,18 @@ horizon_through_cache(int backend, const char *tname)
 	CHECK_STATUS(dm_tree_use_cache(a, cache, 0), DM_OK, "%s: replica a uses the cache", tname);
 	CHECK_STATUS(dm_tree_use_cache(b, cache, 0), DM_OK, "%s: replica b uses the same cache", tname);
 	/* b reads another leaf: it has its old horizon and the inner nodes are cached */
-	CHECK(dm_tree_lookup(b, 5, tids, 8, &n) == DM_OK && n == 1, "%s: replica b reads key 5", tname);
+	CHECK(tk_lookup(b, 5, tids, 8, &n) == DM_OK && n == 1, "%s: replica b reads key 5", tname);
 	CHECK(dm_tree_horizon_seen(b) < 777, "%s: replica b's horizon is old (%" PRIu64 ")", tname,
 		  dm_tree_horizon_seen(b));
 	/* the writer: horizon first, then the delete (as VACUUM does) */
 	CHECK_STATUS(dm_tree_horizon_raise(w, 777), DM_OK, "%s: the writer raises the horizon to 777", tname);
-	CHECK(dm_tree_delete(w, dm_entry_make(1500, 1), &existed) == DM_OK && existed,
+	CHECK(dm_tree_delete(w, tk(1500, 1), &existed) == DM_OK && existed,
 		  "%s: and deletes key 1500", tname);
 	/* a reads the leaf remotely and caches it, learning the horizon */
-	CHECK(dm_tree_lookup(a, 1500, tids, 8, &n) == DM_OK && n == 0 && dm_tree_horizon_seen(a) >= 777,
+	CHECK(tk_lookup(a, 1500, tids, 8, &n) == DM_OK && n == 0 && dm_tree_horizon_seen(a) >= 777,
 		  "%s: replica a reads key 1500's leaf (gone) and learns the horizon", tname);
 	dm_cache_stats_get(cache, &before);
-	CHECK(dm_tree_lookup(b, 1500, tids, 8, &n) == DM_OK && n == 0, "%s: replica b reads key 1500 (gone)", tname);
+	CHECK(tk_lookup(b, 1500, tids, 8, &n) == DM_OK && n == 0, "%s: replica b reads key 1500 (gone)", tname);
 	dm_cache_stats_get(cache, &after);
 	CHECK(after.misses[0] == before.misses[0] && after.hits[0] > before.hits[0],
 		  "%s: ... from the cache (leaf hits %" PRIu64 " -> %" PRIu64 ", leaf misses %" PRIu64 " -> %" PRIu64 ")",
@@ -533,6 +545,13 @@ main(void)
 	const char *const args[] = {"--id", "1", "--shm", "--size", "256M", "--chunk-size", "1M", NULL};
 
 	tree_test_env(&g_seed, &g_scale);
+	{
+		/* the longest test key follows the node size */
+		dm_tree_opts o = {.node_size = NODE_SIZE};
+
+		if (!CHECK(test_tree_key_opts(&o) == 0, "TREE_KEY_FORMAT is fixed8 or var"))
+			return tap_done();
+	}
 	sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED || memnode_start(&mn, 0, args) != 0)
 	{

@@ -5,13 +5,16 @@
  * random inserts, re-inserts, deletes, point checks and range scans in both
  * directions on trees whose nodes split by bytes with truncated separators,
  * compared entry by entry with a sorted model, dm_tree_verify after each
- * phase.
+ * phase; dm_tree_lookup_key against the model; and bulk loads (run_bulk)
+ * of such keys over two memnodes at several fill factors, checked the same
+ * way and for their shape (fill by bytes, truncated leaf fences, fan-out,
+ * placement), then changed by inserts and deletes.
  *
  * Keys are prefix-free byte strings, as the access method's encoding makes
  * them: bytes 1..255 then a terminating 0, 2 to key_max bytes; a third of
  * them share one of four 8-byte prefixes (so their order is decided by the
  * suffix), some are shorter than 8 bytes (no suffix), some exactly
- * key_max.  Some keys get several tids.  Node sizes 256 (key_max 32: many
+ * key_max.  Some keys get several tids.  Node sizes 256 (key_max 20: many
  * levels) and 1024.  TREE_SEED picks the stream (default 1).
  */
 #include <inttypes.h>

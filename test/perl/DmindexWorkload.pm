@@ -368,11 +368,26 @@ sub pgbench_consistency
 
 	# After a plain VACUUM with nothing else running, every dead entry is gone:
 	# one entry per row.
-	is(sql($node, 'postgres', 'VACUUM t'), '', 'a final VACUUM succeeds');
-	is( sql($node, 'postgres',
-			"SELECT entries = heap_tuples, ok FROM dmindex_check('t_k_dm', true)"),
-		't|t',
-		'after VACUUM dmindex_check passes with exactly one entry per row');
+	# A dead tuple stays (and keeps its entry) while any transaction that
+	# might see it runs: another backend's snapshot, e.g. the collector's,
+	# can hold VACUUM's horizon back for a moment (CI saw one such miss in
+	# many runs).  So VACUUM again while VACUUM VERBOSE reports tuples "dead
+	# but not yet removable"; entries VACUUM fails to delete stay in every
+	# round and still fail the check.
+	my ($check_after, $rounds) = ('', 0);
+	while (1)
+	{
+		my ($rc, $out, $err) = $node->psql('postgres', 'VACUUM (VERBOSE) t');
+		is($rc, 0, 'a final VACUUM succeeds') if $rounds == 0;
+		$check_after = sql($node, 'postgres',
+			"SELECT entries = heap_tuples, ok, entries, heap_tuples FROM dmindex_check('t_k_dm', true)");
+		my ($held) = $err =~ /(\d+) are dead but not yet removable/;
+		last if $check_after =~ /^t\|/ || !$held || ++$rounds >= 5;
+		diag("final VACUUM: $held dead tuples not yet removable, check $check_after; again in 1 s");
+		sleep 1;
+	}
+	like($check_after, qr/^t\|t\|/,
+		"after VACUUM dmindex_check passes with exactly one entry per row ($check_after)");
 
 	return;
 }

@@ -37,14 +37,20 @@ ks_own(const keyset *ks, uint64_t key)
 }
 
 dm_entry
+test_null(uint64_t tid)
+{
+	return test_key_var() ? tk(UINT64_MAX, tid) : dm_entry_null(tid);
+}
+
+dm_entry
 ks_entry(const keyset *ks, uint64_t tid)
 {
 	uint64_t	first = ks->base + (ks->rem + ks->mod - ks->base % ks->mod) % ks->mod;
 	uint64_t	count = (ks->base + ks->span - 1 - first) / ks->mod + 1;
 
 	if (ks->nulls && rnd_below(100) < 3)
-		return dm_entry_null(tid);
-	return dm_entry_make(first + rnd_below(count) * ks->mod, tid);
+		return test_null(tid);
+	return tk(first + rnd_below(count) * ks->mod, tid);
 }
 static size_t
 expect_count(const expect *x)
@@ -55,7 +61,7 @@ expect_count(const expect *x)
 static int
 known(const expect *x, dm_entry e)
 {
-	return x->strict || (e.tid & ~DM_TID_NULL) == 0 || ks_own(x->own, e.key);
+	return x->strict || (e.tid & ~DM_TID_NULL) == 0 || ks_own(x->own, tk_key(e));
 }
 
 /* A writer's entry: tid 1..NTIDS, the NULL flag exactly on key UINT64_MAX. */
@@ -64,6 +70,8 @@ plausible(dm_entry e)
 {
 	uint64_t	tid = e.tid & ~DM_TID_NULL;
 
+	if (test_key_var())
+		return tid >= 1 && tid <= NTIDS && !dm_entry_is_null(e);
 	return tid >= 1 && tid <= NTIDS && dm_entry_is_null(e) == (e.key == UINT64_MAX);
 }
 
@@ -128,7 +136,16 @@ sc_feed(seqcheck *s, dm_entry e)
 {
 	int			bw = s->r->backward,
 				from_a;
+	dm_entry	own;
 
+	/* e's suffix is the reader's until its next call: prev keeps the interned one */
+	if (!tk_own(e, &own))
+	{
+		snprintf(s->why, s->whylen, "%s: returned %s, whose key bytes are no test key's (%s is)", R(s->r), E(e),
+				 E(own));
+		return -1;
+	}
+	e = own;
 	if (s->n > 0 && (bw ? dm_entry_cmp(e, s->prev) >= 0 : dm_entry_cmp(e, s->prev) <= 0))
 	{
 		snprintf(s->why, s->whylen, "%s: %s came after %s (not strictly %s)", R(s->r), E(e), E(s->prev),
@@ -218,11 +235,11 @@ scan_check(dm_tree *t, const dm_range *r, const expect *x, size_t *count, char *
 int
 lookup_check(dm_tree *t, uint64_t key, const expect *x, char *why, size_t whylen)
 {
-	dm_range	r = {dm_key_lo(key, 1), 1, dm_key_hi(key, 1), 1, 0};
+	dm_range	r = {tk_lo(key, 1), 1, tk_hi(key, 1), 1, 0};
 	uint64_t	tids[64];
 	seqcheck	s;
 	int			n = -1,
-				rc = dm_tree_lookup(t, key, tids, 64, &n);
+				rc = tk_lookup(t, key, tids, 64, &n);
 
 	if (rc != DM_OK || n < 0 || n > 64)
 	{
@@ -231,7 +248,7 @@ lookup_check(dm_tree *t, uint64_t key, const expect *x, char *why, size_t whylen
 	}
 	sc_begin(&s, x, &r, why, whylen);
 	for (int i = 0; i < n; i++)
-		if (sc_feed(&s, dm_entry_make(key, tids[i])) != 0)
+		if (sc_feed(&s, tk(key, tids[i])) != 0)
 			return -1;
 	return sc_end(&s);
 }

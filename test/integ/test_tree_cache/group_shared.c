@@ -62,8 +62,8 @@ group3_one(const transport *tr, int nops)
 	 * readers must see them.  Loaded full, so the first inserts split.
 	 */
 	for (uint64_t k = 0; k < G3_KEYS; k += 2)
-		m_insert(&stable, dm_entry_make(k, 0));
-	m_insert(&stable, dm_entry_null(0));
+		m_insert(&stable, tk(k, 0));
+	m_insert(&stable, test_null(0));
 	CHECK_STATUS(bulk_load(t, &stable, 100), DM_OK, "%s: bulk load %zu stable entries", label, stable.n);
 
 	w.nwriters = G3_WRITERS;
@@ -160,7 +160,7 @@ group6_one(const transport *tr, uint64_t lookup_step)
 		  " leaf frames)", label, st.frames_used[0]);
 
 	for (uint64_t i = 0; i < G6_ENTRIES; i++)
-		m_insert(&m, dm_entry_make(i * 3, i % 5 + 1));
+		m_insert(&m, tk(i * 3, i % 5 + 1));
 	CHECK_STATUS(bulk_load(t, &m, 90), DM_OK, "%s: bulk load %d entries through the cached handle", label,
 				 G6_ENTRIES);
 	check_lookups(label, "the handle", t, &x, 0, G6_ENTRIES * 3, lookup_step);
@@ -175,7 +175,7 @@ group6_one(const transport *tr, uint64_t lookup_step)
 		for (uint64_t i = 0; i < 300 && !bad; i++)
 		{
 			/* a tid the load did not use: every insert adds an entry */
-			dm_entry	e = dm_entry_make(i * 61 + 1, 9);
+			dm_entry	e = tk(i * 61 + 1, 9);
 			int			rc = dm_tree_insert(i % 2 ? t : t2, e, &existed);
 
 			bad = rc != DM_OK || existed != 0;

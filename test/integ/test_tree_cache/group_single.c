@@ -205,7 +205,7 @@ g2_run(const char *label, dm_client *c, dm_tree *t, model *m, shcache *sc)
 	int			bad = 0;
 
 	for (uint64_t i = 1; i <= G2_LOADED; i++)
-		m_insert(m, dm_entry_make(i * 10, 1));
+		m_insert(m, tk(i * 10, 1));
 	if (!CHECK_STATUS(bulk_load(t, m, 50), DM_OK, "%s: bulk load %d entries at fillfactor 50", label, G2_LOADED))
 		return res;
 	for (uint64_t i = 1; i <= G2_LOADED && !bad; i++)
@@ -219,7 +219,7 @@ g2_run(const char *label, dm_client *c, dm_tree *t, model *m, shcache *sc)
 	dm_client_reset_counters(c);
 	for (uint64_t i = 0; i < G2_INSERTS && !bad; i++)
 	{
-		dm_entry	e = dm_entry_make(i * 100 + 15, 1);	/* right of loaded key 10 * (10 i + 1) */
+		dm_entry	e = tk(i * 100 + 15, 1);	/* right of loaded key 10 * (10 i + 1) */
 		int			existed = -1;
 		int			rc = dm_tree_insert(t, e, &existed);
 

@@ -92,7 +92,8 @@ tree_new(dm_client *c, const dm_tree_name *tn)
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = NODE_SIZE;
 	test_tree_leaf_opts(&opts);
-	if (!CHECK_STATUS(dm_tree_create_new(c, HOME, tn, &opts, &t), DM_OK, "create tree %s (%d-byte nodes)",
+	if (!CHECK(test_tree_key_opts(&opts) == 0, "tree %s: key format %s", tn->name, test_key_format_name()) ||
+		!CHECK_STATUS(dm_tree_create_new(c, HOME, tn, &opts, &t), DM_OK, "create tree %s (%d-byte nodes)",
 					  tn->name, NODE_SIZE))
 		return NULL;
 	return t;

@@ -14,6 +14,7 @@
 #include "dm_client.h"
 #include "dm_tree.h"
 #include "entrymodel.h"
+#include "testkeys.h"
 #include "testutil.h"
 
 #define NODE_SIZE	256
@@ -168,6 +169,8 @@ extern void diag_cache(const char *label, shcache *sc);
 extern int check_cache(const char *label, dm_tree *t, shcache *sc, uint64_t *checked_out);
 extern int ks_own(const keyset *ks, uint64_t key);
 extern dm_entry ks_entry(const keyset *ks, uint64_t tid);
+/* A NULL entry; in VAR trees (no NULLs) test key UINT64_MAX, also the last range's. */
+extern dm_entry test_null(uint64_t tid);
 extern int scan_check(dm_tree *t, const dm_range *r, const expect *x, size_t *count, char *why, size_t whylen);
 extern int lookup_check(dm_tree *t, uint64_t key, const expect *x, char *why, size_t whylen);
 extern int check_contents(const char *label, const char *who, dm_tree *t, const expect *x);

@@ -47,8 +47,8 @@ rand_range(dm_range *r, uint64_t lo, uint64_t hi)
 
 				r->lo_incl = (int) rnd_below(2);
 				r->hi_incl = (int) rnd_below(2);
-				r->lo = rnd_below(4) ? dm_key_lo(k1, r->lo_incl) : dm_entry_make(k1, rnd_below(NTIDS + 1));
-				r->hi = rnd_below(4) ? dm_key_hi(k2, r->hi_incl) : dm_entry_make(k2, rnd_below(NTIDS + 1));
+				r->lo = rnd_below(4) ? tk_lo(k1, r->lo_incl) : tk(k1, rnd_below(NTIDS + 1));
+				r->hi = rnd_below(4) ? tk_hi(k2, r->hi_incl) : tk(k2, rnd_below(NTIDS + 1));
 				if (rnd_below(40) == 0)
 					r->lo = DM_ENTRY_MIN;
 				if (rnd_below(40) == 0)
@@ -116,9 +116,9 @@ one_op(opctx *o, const opmix *mx, int op, char *why, size_t whylen)
 		/* clustered around one key, so a batch hits few leaves with several entries */
 		for (int i = 0; i < n; i++)
 			b[i] = rnd_below(3) || dm_entry_is_null(first) ? pick_own(o, ins ? 10 : 70)
-				: dm_entry_make(first.key + o->own->mod * rnd_below(4), 1 + rnd_below(NTIDS));
+				: tk(tk_key(first) + o->own->mod * rnd_below(4), 1 + rnd_below(NTIDS));
 		for (int i = 0; i < n; i++)
-			if (!ks_own(o->own, b[i].key))
+			if (!ks_own(o->own, tk_key(b[i])))
 				b[i] = first;
 		n = sort_unique(b, n);
 		for (int i = 0; i < n; i++)
@@ -194,7 +194,7 @@ one_op(opctx *o, const opmix *mx, int op, char *why, size_t whylen)
 		if (kind == 0)
 			rc = dm_tree_insert(t, f, &existed);
 		else if (kind == 1)
-			rc = dm_tree_delete(t, dm_entry_make(f.key, 0), &existed);	/* a stable entry, perhaps */
+			rc = dm_tree_delete(t, tk(tk_key(f), 0), &existed);	/* a stable entry, perhaps */
 		else
 		{
 			b[n++] = f;
@@ -206,7 +206,7 @@ one_op(opctx *o, const opmix *mx, int op, char *why, size_t whylen)
 		if (rc != DM_ERR_NOTOWNER)
 		{
 			snprintf(why, whylen, "op %d: %s of foreign key %" PRIu64 ": %s, want NOTOWNER (%s)", op,
-					 kind == 0 ? "insert" : kind == 1 ? "delete" : "insert_sorted", f.key, dm_strerror(rc), terr(t));
+					 kind == 0 ? "insert" : kind == 1 ? "delete" : "insert_sorted", tk_key(f), dm_strerror(rc), terr(t));
 			return -1;
 		}
 		o->notowner++;
@@ -215,7 +215,7 @@ one_op(opctx *o, const opmix *mx, int op, char *why, size_t whylen)
 		{
 			int			found = -1;
 
-			if (!ks_own(o->own, b[i].key))
+			if (!ks_own(o->own, tk_key(b[i])))
 				continue;
 			rc = dm_tree_contains(t, b[i], &found);
 			if (rc != DM_OK || found != m_has(o->mine, b[i]))

@@ -424,7 +424,8 @@ run_nospace(const tcfg *cf)
 	memset(&opts, 0, sizeof(opts));
 	opts.node_size = 256;
 	test_tree_leaf_opts(&opts);
-	if (!CHECK_STATUS(dm_tree_create_new(c, 2, &tn, &opts, &t), DM_OK, "nospace %s: create on memnode 2", cf->name))
+	if (!CHECK(test_tree_key_opts(&opts) == 0, "nospace %s: key format %s", cf->name, test_key_format_name()) ||
+		!CHECK_STATUS(dm_tree_create_new(c, 2, &tn, &opts, &t), DM_OK, "nospace %s: create on memnode 2", cf->name))
 	{
 		dm_client_destroy(c);
 		return;
@@ -432,7 +433,7 @@ run_nospace(const tcfg *cf)
 	/* random keys: splits everywhere, at every level */
 	for (uint64_t i = 0; i < 2000000; i++)
 	{
-		dm_entry	e = dm_entry_make(rnd() >> 8, rnd_below(4));
+		dm_entry	e = tk(rnd() >> 8, rnd_below(4));
 
 		rc = dm_tree_insert(t, e, &existed);
 		if (rc != DM_OK)
@@ -476,7 +477,7 @@ run_nospace(const tcfg *cf)
 	if (CHECK_STATUS(rc, DM_OK, "nospace %s: a new tree on the freed memnode", cf->name))
 	{
 		for (uint64_t i = 0; i < 20000 && rc == DM_OK; i++)
-			rc = dm_tree_insert(t, dm_entry_make(rnd(), 1), NULL);
+			rc = dm_tree_insert(t, tk(rnd(), 1), NULL);
 		CHECK_STATUS(rc, DM_OK, "nospace %s: 20000 inserts fit again", cf->name);
 		dm_tree_destroy(t);
 	}

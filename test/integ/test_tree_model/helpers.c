@@ -143,14 +143,16 @@ rand_entry(void)
 	uint64_t	r = rnd_below(1000);
 
 	if (r < 10)
-		return dm_entry_make(rnd_below(2), rand_tid());	/* keys 0 and 1 */
+		return tk(rnd_below(2), rand_tid());	/* keys 0 and 1 */
 	if (r < 20)
-		return dm_entry_make(UINT64_MAX - rnd_below(2), rand_tid());	/* MAX-1, non-NULL MAX */
+		return tk(UINT64_MAX - rnd_below(2), rand_tid());	/* MAX-1, non-NULL MAX */
+	if (r < 45 && test_key_var())
+		return tk(UINT64_MAX - 3 + rnd_below(2), rnd_below(40) == 0 ? rnd() & TID_MASK : rnd_below(64));
 	if (r < 45)
 		return dm_entry_null(rnd_below(40) == 0 ? rnd() & TID_MASK : rnd_below(64));
 	if (r < 90)
-		return dm_entry_make(HOT_KEY, rnd_below(400) * 3);
-	return dm_entry_make(KEY_BASE + rnd_below(g_nkeys) * KEY_STRIDE, rand_tid());
+		return tk(HOT_KEY, rnd_below(400) * 3);
+	return tk(KEY_BASE + rnd_below(g_nkeys) * KEY_STRIDE, rand_tid());
 }
 
 /* A random key for bounds and lookups: on keys, between keys, at the edges. */
@@ -160,7 +162,7 @@ rand_key(const model *m)
 	uint64_t	r = rnd_below(100);
 
 	if (r < 40 && m->n)
-		return m->e[rnd_below(m->n)].key;
+		return tk_key(m->e[rnd_below(m->n)]);
 	if (r < 45)
 		return rnd_below(3);
 	if (r < 50)
@@ -184,7 +186,7 @@ rand_bound(const model *m, int is_hi, dm_entry *b, int *incl)
 			{
 				uint64_t	k = rand_key(m);
 
-				*b = is_hi ? dm_key_hi(k, *incl) : dm_key_lo(k, *incl);
+				*b = is_hi ? tk_hi(k, *incl) : tk_lo(k, *incl);
 				break;
 			}
 		case 3:
@@ -286,7 +288,15 @@ tree_scan(dm_tree *t, const dm_range *r, size_t limit, dm_entry **out, size_t *n
 		}
 		if (*n == cap)
 			*out = realloc(*out, (cap *= 2) * sizeof(dm_entry));
-		(*out)[(*n)++] = e;
+		/* e's suffix is the iterator's until the next call: keep the interned one */
+		if (!tk_own(e, &(*out)[*n]))
+		{
+			failf("iterator returned %s for %s, whose key bytes are no test key's (%s is)",
+				  E(e), R(r), E((*out)[*n]));
+			rc = DM_ERR_INTERNAL;
+			break;
+		}
+		(*n)++;
 	}
 	dm_iter_close(it);
 	return rc;
@@ -340,15 +350,15 @@ check_range(dm_tree *t, const model *m, const dm_range *r)
 int
 check_lookup(dm_tree *t, const model *m, uint64_t key)
 {
-	size_t		from = m_lower(m, dm_entry_make(key, 0)),
-				to = m_upper(m, dm_entry_make(key, DM_TID_MAX));
+	size_t		from = m_lower(m, tk(key, 0)),
+				to = m_upper(m, tk(key, DM_TID_MAX));
 	int			want = (int) (to - from),
 				max = want + 8,
 				n = -1,
 				rc;
 	uint64_t   *tids = malloc(sizeof(uint64_t) * (size_t) max);
 
-	rc = dm_tree_lookup(t, key, tids, max, &n);
+	rc = tk_lookup(t, key, tids, max, &n);
 	oplog("lookup(%" PRIu64 ") -> %s n=%d (model %d)", key, dm_strerror(rc), n, want);
 	if (rc != DM_OK)
 	{

@@ -28,6 +28,13 @@
 
 /* ---- operations checked against the model --------------------------------- */
 
+/* A NULL entry; in VAR trees (no NULLs) test key MAX-3 or MAX-2 instead (tree_model.h). */
+static dm_entry
+null_or_top(uint64_t tid)
+{
+	return test_key_var() ? tk(UINT64_MAX - 3 + (tid & 1), tid) : dm_entry_null(tid);
+}
+
 static int
 op_insert(dm_tree *t, model *m, dm_entry e)
 {
@@ -129,7 +136,7 @@ rand_insert_batch(dm_entry *b, int maxn)
 		uint64_t	t0 = rnd_below(500);
 
 		for (int i = 0; i < n; i++)
-			b[i] = dm_entry_make(k, t0 + (uint64_t) i);
+			b[i] = tk(k, t0 + (uint64_t) i);
 	}
 	else
 		for (int i = 0; i < n; i++)
@@ -228,23 +235,23 @@ phase_hot(dm_tree *t, model *m)
 
 	/* 450 tids of the hot key in random order */
 	for (int i = 0; i < 450 && !failmsg[0]; i++)
-		op_insert(t, m, dm_entry_make(HOT_KEY, rnd_below(1200) * 3));
+		op_insert(t, m, tk(HOT_KEY, rnd_below(1200) * 3));
 	for (int i = 0; i < 120 && !failmsg[0]; i++)
-		op_insert(t, m, dm_entry_null(rnd_below(300)));
+		op_insert(t, m, null_or_top(rnd_below(300)));
 	for (int i = 0; i < 40 && !failmsg[0]; i++)
 	{
-		op_insert(t, m, dm_entry_make(0, rnd_below(100)));
-		op_insert(t, m, dm_entry_make(UINT64_MAX, rnd_below(100)));
+		op_insert(t, m, tk(0, rnd_below(100)));
+		op_insert(t, m, tk(UINT64_MAX, rnd_below(100)));
 	}
 	/* the largest tid of a non-NULL entry, and of a NULL one */
-	op_insert(t, m, dm_entry_make(HOT_KEY, TID_MASK));
-	op_insert(t, m, dm_entry_null(TID_MASK));
-	op_insert(t, m, dm_entry_make(0, 0));	/* == DM_ENTRY_MIN */
+	op_insert(t, m, tk(HOT_KEY, TID_MASK));
+	op_insert(t, m, null_or_top(TID_MASK));
+	op_insert(t, m, tk(0, 0));	/* FIXED8: == DM_ENTRY_MIN; VAR: the smallest test key */
 	check_lookup(t, m, HOT_KEY);
 	check_lookup(t, m, 0);
 	check_lookup(t, m, UINT64_MAX);
 	for (int i = 0; i < 50 && !failmsg[0]; i++)
-		op_contains(t, m, rnd_below(2) ? dm_entry_null(rnd_below(300)) : dm_entry_make(HOT_KEY, rnd_below(1200) * 3));
+		op_contains(t, m, rnd_below(2) ? null_or_top(rnd_below(300)) : tk(HOT_KEY, rnd_below(1200) * 3));
 	check_nofail("hot: 450 tids of one key, 120 NULLs, keys 0 and MAX, max tids: inserts, lookups, contains match");
 
 	/*
@@ -256,21 +263,21 @@ phase_hot(dm_tree *t, model *m)
 		tids[i] = canary;
 	n = -1;
 	{
-		int			rc = dm_tree_lookup(t, HOT_KEY, tids, 5, &n);
+		int			rc = tk_lookup(t, HOT_KEY, tids, 5, &n);
 		int			inkey = 1;
 
 		for (int i = 0; i < 5 && i < n; i++)
-			inkey &= m_has(m, dm_entry_make(HOT_KEY, tids[i]));
+			inkey &= m_has(m, tk(HOT_KEY, tids[i]));
 		CHECK(rc == DM_OK && n >= 5 && inkey && tids[5] == canary && tids[6] == canary,
 			  "hot: lookup with max=5 of a key with %zu tids writes at most 5 (rc %s, n=%d)",
-			  m_upper(m, dm_entry_make(HOT_KEY, DM_TID_MAX)) - m_lower(m, dm_entry_make(HOT_KEY, 0)),
+			  m_upper(m, tk(HOT_KEY, DM_TID_MAX)) - m_lower(m, tk(HOT_KEY, 0)),
 			  dm_strerror(rc), n);
 	}
 
 	/* delete every other hot tid: leaves inside the run get sparse */
 	{
-		size_t		from = m_lower(m, dm_entry_make(HOT_KEY, 0)),
-					to = m_upper(m, dm_entry_make(HOT_KEY, DM_TID_MAX));
+		size_t		from = m_lower(m, tk(HOT_KEY, 0)),
+					to = m_upper(m, tk(HOT_KEY, DM_TID_MAX));
 		model		hot = {0};
 
 		for (size_t i = from; i < to; i++)
@@ -306,7 +313,7 @@ phase_dups(dm_tree *t, model *m)
 	dm_tree_get_counters(t, &c0);
 	/* keys of a single tid first: their lookups read one neighbourhood */
 	for (int k = 0; k < 40 && !failmsg[0]; k++)
-		op_insert(t, m, dm_entry_make(base - 12 + (uint64_t) k * 100000, 7));
+		op_insert(t, m, tk(base - 12 + (uint64_t) k * 100000, 7));
 	for (int k = 0; k < 40 && !failmsg[0]; k++)
 		check_lookup(t, m, base - 12 + (uint64_t) k * 100000);
 	dm_tree_get_counters(t, &c1);
@@ -323,33 +330,33 @@ phase_dups(dm_tree *t, model *m)
 			uint64_t	tid = rnd_below(1u << 20) * 64;
 
 			for (int j = 0; j < 64; j++)
-				b[j] = dm_entry_make(big, tid + (uint64_t) j);
+				b[j] = tk(big, tid + (uint64_t) j);
 			op_batch(t, m, b, 64, 1);
 		}
 		else
-			op_insert(t, m, dm_entry_make(big, rnd_below(1u << 26)));
+			op_insert(t, m, tk(big, rnd_below(1u << 26)));
 	}
 	for (int i = 0; i < nkeys * 20 && !failmsg[0]; i++)
-		op_insert(t, m, dm_entry_make(base + rnd_below((uint64_t) nkeys) * 3, rnd_below(1u << 20)));
+		op_insert(t, m, tk(base + rnd_below((uint64_t) nkeys) * 3, rnd_below(1u << 20)));
 	check_lookup(t, m, big);
 	for (int k = 0; k < nkeys && !failmsg[0]; k++)
 		check_lookup(t, m, base + (uint64_t) k * 3);
 	for (int i = 0; i < 200 && !failmsg[0]; i++)
-		op_contains(t, m, dm_entry_make(rnd_below(2) ? big : base + rnd_below((uint64_t) nkeys) * 3, rnd_below(1u << 20)));
+		op_contains(t, m, tk(rnd_below(2) ? big : base + rnd_below((uint64_t) nkeys) * 3, rnd_below(1u << 20)));
 	for (int i = 0; i < 3 && !failmsg[0]; i++)
 	{
-		dm_range	r = {dm_entry_make(big, 0), 1, dm_entry_make(base + (uint64_t) nkeys * 3, DM_TID_MAX), 1, i == 1};
+		dm_range	r = {tk(big, 0), 1, tk(base + (uint64_t) nkeys * 3, DM_TID_MAX), 1, i == 1};
 
 		if (i == 2)
-			r = (dm_range) {dm_key_lo(big, 1), 1, dm_key_hi(big, 1), 1, 1};
+			r = (dm_range) {tk_lo(big, 1), 1, tk_hi(big, 1), 1, 1};
 		check_range(t, m, &r);
 	}
 	check_nofail("dups: %d tids of one key, %d keys of ~20 tids: inserts, lookups, contains, scans match", nbig, nkeys);
 
 	/* delete every third entry of those keys */
 	{
-		size_t		from = m_lower(m, dm_entry_make(big, 0)),
-					to = m_lower(m, dm_entry_make(base + (uint64_t) nkeys * 3, 0));
+		size_t		from = m_lower(m, tk(big, 0)),
+					to = m_lower(m, tk(base + (uint64_t) nkeys * 3, 0));
 		model		d = {0};
 
 		for (size_t i = from; i < to; i += 3)
@@ -441,6 +448,16 @@ phase_scan_interleaved(dm_tree *t, model *m, int nscans)
 				m_insert(&start, m->e[i]);
 			while ((k = dm_iter_next(it, &e)) == 1)
 			{
+				dm_entry	own;
+
+				/* e's suffix is the iterator's until the next call: prev and ret keep interned ones */
+				if (!tk_own(e, &own))
+				{
+					failf("interleaved scan %s: returned %s, whose key bytes are no test key's (%s is)",
+						  R(&r), E(e), E(own));
+					break;
+				}
+				e = own;
 				if (nret > 0 && (r.backward ? dm_entry_cmp(e, prev) >= 0 : dm_entry_cmp(e, prev) <= 0))
 				{
 					failf("interleaved scan %s: %s after %s (not strictly %s)", R(&r), E(e), E(prev),
@@ -490,7 +507,7 @@ phase_scan_interleaved(dm_tree *t, model *m, int nscans)
 						else
 						{
 							dm_entry	x = rnd_below(2) ? rand_entry() :
-								dm_entry_make(e.key, e.tid + 1 + rnd_below(3));
+								tk(tk_key(e), e.tid + 1 + rnd_below(3));
 
 							/* keep within 62-bit tids (the NULL flag stays as it was) */
 							if ((x.tid & ~DM_TID_NULL) > TID_MASK)

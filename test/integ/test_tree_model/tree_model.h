@@ -14,6 +14,7 @@
 #include "dm_client.h"
 #include "dm_tree.h"
 #include "entrymodel.h"
+#include "testkeys.h"
 #include "testutil.h"
 
 /* Tids use at most 62 bits (dm_tree.h). */
@@ -36,6 +37,13 @@ typedef struct tcfg
 #define KEY_STRIDE 8
 #define HOT_KEY (KEY_BASE + 77 * KEY_STRIDE)
 #define DUP_KEY (UINT64_C(1) << 40)	/* phase_dups: far from the random keys */
+/*
+ * Keys are test keys (test/lib/testkeys.h): with TREE_KEY_FORMAT=var each is
+ * a byte string (tk), ordered as the numbers, and the model compares entries
+ * by those bytes.  VAR trees have no NULL entries (the access method gives
+ * NULLs as bytes): there the NULLs of the FIXED8 mix become the keys
+ * MAX-3 and MAX-2, also at the top of the key space.
+ */
 
 /* ---- shared state (each explained where it is defined, in this folder's .c files) ---- */
 
