@@ -226,29 +226,78 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 
 -- ---- the longest key ----------------------------------------------------------------
--- 256-byte nodes hold keys of up to 32 bytes: a text column in "C" takes
--- its bytes plus a marker and a two-byte terminator, so 29 characters fit
--- and 30 do not.  The refused row leaves nothing behind.
+-- 256-byte nodes hold keys of up to 20 bytes (three in a node, with room for
+-- the fences): a text column in "C" takes its bytes plus a marker and a
+-- two-byte terminator, so 17 characters fit and 18 do not.  The refused row
+-- leaves nothing behind.
 CREATE TABLE mk (t text COLLATE "C", n int) WITH (autovacuum_enabled = false);
 CREATE INDEX mk_t ON mk USING dmindex (t) WITH (node_size = 256);
-INSERT INTO mk VALUES (repeat('x', 29), 1);
-INSERT INTO mk VALUES (repeat('y', 30), 2);
+INSERT INTO mk VALUES (repeat('x', 17), 1);
+INSERT INTO mk VALUES (repeat('y', 18), 2);
 INSERT INTO mk VALUES (repeat('z', 10000000), 3);
 SELECT length(t), dmindex_key_encode(t) IS NOT NULL AS encodes FROM mk;
-SELECT length(dmindex_key_encode(repeat('x', 29) COLLATE "C")) AS max_key_bytes;
+SELECT length(dmindex_key_encode(repeat('x', 17) COLLATE "C")) AS max_key_bytes;
 SELECT * FROM dmindex_check('mk_t', true);
+-- many rows of the longest key: the inner levels hold at least two of them
+INSERT INTO mk SELECT repeat('x', 17), g FROM generate_series(2, 400) g;
+INSERT INTO mk SELECT lpad(g::text, 17, 'm'), g FROM generate_series(1, 400) g;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM mk WHERE t = repeat('x', 17);
+SELECT count(*), min(n), max(n) FROM mk WHERE t > lpad('3', 17, 'm') AND t < repeat('n', 3);
+SELECT * FROM dmindex_check('mk_t', true);
+DELETE FROM mk WHERE n > 1;
 -- also at CREATE INDEX, and in a multi-column key
-INSERT INTO mk SELECT repeat('w', 20), g FROM generate_series(1, 3) g;
+INSERT INTO mk SELECT repeat('w', 5), g FROM generate_series(1, 3) g;
 CREATE INDEX mk_tn ON mk USING dmindex (t, n) WITH (node_size = 256);
-DELETE FROM mk WHERE length(t) = 29;
+DELETE FROM mk WHERE length(t) = 17;
 CREATE INDEX mk_tn ON mk USING dmindex (t, n) WITH (node_size = 256);
 SELECT * FROM dmindex_check('mk_tn', true);
 -- what the larger nodes allow
 DROP INDEX mk_t, mk_tn;
 CREATE INDEX mk_t4 ON mk USING dmindex (t) WITH (node_size = 4096);
-INSERT INTO mk VALUES (repeat('v', 989), 4);
-INSERT INTO mk VALUES (repeat('v', 990), 5);
+INSERT INTO mk VALUES (repeat('v', 785), 4);
+INSERT INTO mk VALUES (repeat('v', 786), 5);
 SELECT * FROM dmindex_check('mk_t4', true);
+-- ALTER INDEX ... SET (node_size) shapes the next build, not the tree: keys
+-- stay bounded by the tree's nodes until a rebuild (a scan fitted to the
+-- new option's maximum missed the tree's longer keys)
+INSERT INTO mk SELECT repeat('u', 30) || g, g FROM generate_series(1, 50) g;
+ALTER INDEX mk_t4 SET (node_size = 256);
+SELECT count(*) FROM mk WHERE t = repeat('u', 30) || '7';
+SELECT count(*) FROM mk WHERE t = repeat('v', 785);
+SELECT count(*), min(n), max(n) FROM mk WHERE t > repeat('u', 30) || '3';
+SELECT count(*) FROM mk WHERE t >= repeat('u', 30);
+INSERT INTO mk VALUES (repeat('s', 100), 6);
+SELECT count(*) FROM mk WHERE t = repeat('s', 100);
+SELECT * FROM dmindex_check('mk_t4', true);
+-- REINDEX builds 256-byte nodes now: the longer keys are refused then
+REINDEX INDEX mk_t4;
+DELETE FROM mk WHERE length(t) > 17;
+REINDEX INDEX mk_t4;
+INSERT INTO mk VALUES (repeat('s', 18), 7);
+SELECT t, n FROM mk WHERE t > 'a' ORDER BY t;
+SELECT * FROM dmindex_check('mk_t4', true);
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
+-- ---- the insert buffer's memory ----------------------------------------------------
+-- a key's suffix lives as long as its entry in the buffer: a transaction
+-- inserting many rows, flushed early every dmindex.insert_buffer entries,
+-- holds one buffer's suffixes, not every row's (40,000 rows of 40-byte keys
+-- kept about 2.5 MB in the transaction's memory)
+CREATE TABLE mm (t text COLLATE "C") WITH (autovacuum_enabled = false);
+CREATE INDEX mm_t ON mm USING dmindex (t);
+SET dmindex.insert_buffer = 1000;
+BEGIN;
+INSERT INTO mm SELECT lpad(g::text, 40, 'p') FROM generate_series(1, 40000) g;
+SELECT sum(total_bytes) < 512 * 1024 AS bounded FROM pg_backend_memory_contexts
+ WHERE name = 'TopTransactionContext' OR parent = 'TopTransactionContext';
+COMMIT;
+RESET dmindex.insert_buffer;
+SELECT count(*) FROM mm WHERE t > 'p';
+SELECT * FROM dmindex_check('mm_t', true);
+DROP TABLE mm;
 
 -- ---- maintenance -------------------------------------------------------------------
 DELETE FROM mc_dm WHERE id % 4 = 1;

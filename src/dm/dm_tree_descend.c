@@ -81,7 +81,8 @@ dm_tree_grow_root(dm_tree *t, dm_gaddr root, const void *rootbuf)
 	}
 	if (level + 1 >= DM_TREE_MAX_LEVELS)
 	{
-		rc = dm_tree_fail(t, DM_ERR_CORRUPT, "tree would grow past %d levels", DM_TREE_MAX_LEVELS);
+		/* a limit, not damage: the tree is sound, only one level too tall to grow */
+		rc = dm_tree_fail(t, DM_ERR_TOOBIG, "tree would grow past %d levels", DM_TREE_MAX_LEVELS);
 		goto out;
 	}
 	(void) dm_tree_node_init(t, nb, level + 1, DM_ENTRY_MIN, DM_ENTRY_INF);	/* no suffixes: fits */

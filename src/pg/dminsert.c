@@ -77,6 +77,7 @@ typedef struct PendingIndex
 	int			nspec;			/* entries with PEND_SPECULATIVE */
 	bool		sorted;
 	bool		parked;			/* not the index's tree at the last early flush */
+	MemoryContext sfxcxt;		/* VAR keys' suffixes of the entries (see keep_suffixes) */
 } PendingIndex;
 
 /* Which tree an index's current relfilenode has (saves a metapage read per row). */
@@ -203,10 +204,14 @@ spec_fate(Relation index, SpecCheck *sc, dm_entry e)
 			fate = SPEC_DROP;
 		else
 		{
+			/* the datums and the entry are freed with the tuple's memory, below */
+			MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
 			FormIndexDatum(sc->ii, sc->slot, sc->estate, values, isnull);
 			fate = dm_entry_cmp(dmindex_form_entry(index, values, isnull, &tid,
-														CurrentMemoryContext), e) == 0
+												   econtext->ecxt_per_tuple_memory), e) == 0
 				? SPEC_KEEP : SPEC_DROP;
+			MemoryContextSwitchTo(old);
 		}
 		ResetExprContext(econtext);
 	}
@@ -330,6 +335,33 @@ set_aside(PendingIndex *p, bool at_commit)
 	}
 }
 
+/*
+ * Free the suffixes of entries that left the buffer (written, dropped as
+ * speculative, rolled back, set aside): an empty buffer's memory is reset;
+ * otherwise the few entries left (undecided ON CONFLICT entries) get their
+ * suffixes copied into a fresh context and the old one goes.  Without this
+ * a long transaction kept every suffix it ever buffered: with the buffer
+ * flushed early every dmindex.insert_buffer entries, the memory stays
+ * bounded by what one buffer holds.
+ */
+static void
+keep_suffixes(PendingIndex *p)
+{
+	MemoryContext fresh;
+
+	if (p->n == 0)
+	{
+		MemoryContextReset(p->sfxcxt);
+		return;
+	}
+	fresh = AllocSetContextCreate(TopTransactionContext, "dmindex pending suffixes",
+								  ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < p->n; i++)
+		p->entries[i] = dmindex_entry_copy(p->entries[i], fresh);
+	MemoryContextDelete(p->sfxcxt);
+	p->sfxcxt = fresh;
+}
+
 /* Write one buffer's entries remotely (WAL already flushed). */
 static void
 flush_index(PendingIndex *p, bool at_commit)
@@ -337,6 +369,7 @@ flush_index(PendingIndex *p, bool at_commit)
 	Relation	index;
 	DmMetaPageData meta;
 	int			ready;
+	int			n_before;
 
 	if (p->n == 0)
 		return;
@@ -359,6 +392,7 @@ flush_index(PendingIndex *p, bool at_commit)
 		p->parked = false;
 		pending_total += p->n;
 	}
+	n_before = p->n;
 	sort_pending(p);
 	resolve_speculative(index, p, at_commit);
 	/* undecided ON CONFLICT entries wait; the rest keep their order */
@@ -384,6 +418,8 @@ flush_index(PendingIndex *p, bool at_commit)
 		pending_total -= ready;
 		p->n -= ready;
 	}
+	if (p->n < n_before)
+		keep_suffixes(p);
 	index_close(index, NoLock);
 }
 
@@ -567,6 +603,8 @@ pending_for(Relation index, dm_tree *tree, bool create)
 		p->info = MemoryContextAlloc(TopTransactionContext, sizeof(uint32) * p->cap);
 		p->sorted = true;
 		p->parked = false;
+		p->sfxcxt = AllocSetContextCreate(TopTransactionContext, "dmindex pending suffixes",
+										  ALLOCSET_DEFAULT_SIZES);
 	}
 	if (p && p->parked)
 	{
@@ -591,8 +629,8 @@ dminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		p->entries = repalloc_huge(p->entries, sizeof(dm_entry) * p->cap);
 		p->info = repalloc_huge(p->info, sizeof(uint32) * p->cap);
 	}
-	/* a VAR key's suffix lives as long as the buffer (entries are moved, never their suffixes) */
-	p->entries[p->n] = dmindex_form_entry(index, values, isnull, ht_ctid, TopTransactionContext);
+	/* a VAR key's suffix lives as long as its entry in the buffer (keep_suffixes) */
+	p->entries[p->n] = dmindex_form_entry(index, values, isnull, ht_ctid, p->sfxcxt);
 	if (xact_saw_on_conflict)
 	{
 		info |= PEND_SPECULATIVE;

@@ -217,6 +217,9 @@ dmindex_create_tree(Relation index, ForkNumber forkNum, bool transactional,
 	 */
 	if (init != NULL)
 	{
+		/* and its node size: its keys were admitted against that one's maximum */
+		if (init->node_size >= DM_NODE_MIN && init->node_size <= DM_NODE_MAX)
+			meta.node_size = init->node_size;
 		meta.leaf_format = init->leaf_format;
 		meta.neighborhood = init->neighborhood;
 	}

@@ -101,6 +101,7 @@ dmindex_tree_error(Relation index, dm_tree *tree, int status)
 				ereport(ERROR,
 						(errcode(status == DM_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY :
 								 status == DM_ERR_NOSPACE ? ERRCODE_INSUFFICIENT_RESOURCES :
+								 status == DM_ERR_TOOBIG ? ERRCODE_PROGRAM_LIMIT_EXCEEDED :
 								 ERRCODE_INTERNAL_ERROR),
 						 errmsg("operation on the remote tree of index \"%s\" failed: %s",
 								RelationGetRelationName(index), dm_strerror(status)),

@@ -73,6 +73,28 @@ check_column_order(Relation index, int col)
 	}
 }
 
+/*
+ * The node size that bounds the index's keys: its tree's, from the
+ * metapage.  Not the node_size reloption: ALTER INDEX ... SET (node_size)
+ * changes that at once while the tree keeps its nodes until a rebuild, and
+ * a key longer than the tree's nodes take must be refused before anything
+ * is written, and a scan bound fitted to a larger maximum would name keys
+ * no leaf holds.  Before the metapage exists (an index being built) the
+ * reloption is what the build's tree gets (dmindex_create_tree).  Any
+ * relcache invalidation (ALTER INDEX, REINDEX, TRUNCATE) drops the
+ * rd_amcache this is kept in.
+ */
+static uint32
+key_node_size(Relation index, const DmIndexOptions *opts)
+{
+	DmMetaPageData meta;
+
+	if (dmindex_try_read_meta(index, &meta) && meta.node_size >= DM_NODE_MIN &&
+		meta.node_size <= DM_NODE_MAX)
+		return meta.node_size;
+	return opts ? (uint32) opts->node_size : 1024;
+}
+
 /* Set up the key description of an index (in its relcache entry's memory). */
 static DmKeyInfo *
 key_info_build(Relation index)
@@ -86,7 +108,7 @@ key_info_build(Relation index)
 	MemoryContextSwitchTo(old);
 	info->format = decide_format(index);
 	info->natts = IndexRelationGetNumberOfKeyAttributes(index);
-	info->key_max = dm_tree_key_max(opts ? (uint32) opts->node_size : 1024);
+	info->key_max = dm_tree_key_max(key_node_size(index, opts));
 	if (info->format == DM_KEY_VAR)
 	{
 		for (int i = 0; i < info->natts; i++)
