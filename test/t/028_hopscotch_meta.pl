@@ -12,6 +12,10 @@
 #    disk while the server is down): every use is XX002 with a hint to
 #    REINDEX, never an answer; REINDEX repairs it.  The same restart with
 #    the metapage untouched works (the control).
+# 3. The same for the key format (docs/design.md §5.2): a text index's
+#    metapage patched to say FIXED8 keys, and an int8 index's to say byte
+#    keys — XX002 naming the three records (metapage, tree, definition),
+#    never an answer read with the wrong key format; REINDEX repairs both.
 
 use strict;
 use warnings;
@@ -96,5 +100,49 @@ is($node->safe_psql('postgres', "SELECT leaf_format, neighborhood FROM dmindex_s
 is($node->safe_psql('postgres', "$idx_only SELECT count(*) FROM t WHERE k = 17"),
 	'10', 'and the index answers again');
 is(dmindex_check($node, 'postgres', 't_k'), '4000|4000|t', 'and passes dmindex_check');
+
+# ---- 3. a metapage whose key format is not its tree's ----------------------
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE tv (s text COLLATE "C", k int8);
+INSERT INTO tv SELECT 'key' || (g % 300), g % 300 FROM generate_series(1, 3000) g;
+CREATE INDEX tv_s ON tv USING dmindex (s) WITH (node_size = 512);
+CREATE INDEX tv_k ON tv USING dmindex (k) WITH (node_size = 2048);
+CHECKPOINT;
+});
+$node->stop;
+# node_size, fillfactor, placement_level, flags, leaf_format, neighborhood,
+# key_format: each index's own node size makes its record unique
+for my $case ([ 'tv_s', 512, 1, 0 ], [ 'tv_k', 2048, 0, 1 ])
+{
+	my ($idx, $size, $has, $patched) = @$case;
+	$node->start;
+	my $file = $node->data_dir . '/'
+	  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('$idx')");
+	$node->stop;
+	open(my $kf, '+<:raw', $file) or die "open $file: $!";
+	my $blk;
+	sysread($kf, $blk, 8192) == 8192 or die "short read of $file";
+	my $rec = pack('V7', $size, 90, 1, 0, 0, 0, $has);
+	my $pos = index($blk, $rec);
+	ok($pos > 0 && index($blk, $rec, $pos + 1) < 0, "the metapage of $idx records key format $has");
+	substr($blk, $pos + 24, 4) = pack('V', $patched);
+	sysseek($kf, 0, 0);
+	syswrite($kf, $blk) == 8192 or die "write $file: $!";
+	close($kf);
+}
+$node->start;
+for my $q ([ 'tv_s', "SELECT count(*) FROM tv WHERE s = 'key17'" ],
+	[ 'tv_k', "SELECT count(*) FROM tv WHERE k = 17" ])
+{
+	my ($idx, $sql) = @$q;
+	my ($st, $msg) = query_sqlstate($node, 'postgres', "$idx_only $sql");
+	is($st, 'XX002', "$idx: a metapage whose key format is not its tree's is index corruption");
+	like($msg, qr/key format of index "$idx" is inconsistent/, "$idx: named as such");
+	like($msg, qr/HINT:\s+REINDEX/, "$idx: with a hint to REINDEX");
+	$node->safe_psql('postgres', "REINDEX INDEX $idx");
+	is($node->safe_psql('postgres', "$idx_only $sql"), '10', "$idx: after REINDEX it answers");
+	is(dmindex_check($node, 'postgres', $idx), '3000|3000|t', "$idx: and passes dmindex_check");
+}
 
 done_testing();
