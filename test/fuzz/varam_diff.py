@@ -397,7 +397,7 @@ def check(tname, cols):
     P("SELECT fz_cmp(%s, %s, '%s');" % (dollar(qq), "true" if ordered else "false", index_name(tname)))
 
 
-def cursor_check(tname, cols):
+def cursor_check(tname, cols, in_xact=False):
     dirs = DIRS[tname]
     qq, _ = gen_query(tname, cols)
     qq = qq.split(" ORDER BY ")[0].replace(" LIMIT", "")
@@ -418,8 +418,9 @@ def cursor_check(tname, cols):
         moves.append(["FORWARD %d" % R.randrange(50), "BACKWARD %d" % R.randrange(50), "NEXT", "PRIOR",
                       "RELATIVE %d" % (R.randrange(40) - 20), "ABSOLUTE %d" % (R.randrange(400) - 100),
                       "FORWARD ALL", "BACKWARD ALL", "FORWARD 1"][k])
-    P("BEGIN; SELECT fz_cursor(%s, ARRAY[%s], '%s'); COMMIT;" % (
-        dollar(qq), ", ".join("'%s'" % m for m in moves), index_name(tname)))
+    call = "SELECT fz_cursor(%s, ARRAY[%s], '%s');" % (
+        dollar(qq), ", ".join("'%s'" % m for m in moves), index_name(tname))
+    P(call if in_xact else "BEGIN; " + call + " COMMIT;")
 
 
 PARAM_TYPES = {"int": ["int8", "int4", "int2"], "text": ["text", "varchar", "name"], "bytea": ["bytea"],
@@ -503,6 +504,8 @@ for rnd in range(ROUNDS):
         dml(tname, cols, R.randrange(1, 8))
         for _ in range(QPB // 8):
             check(tname, cols)
+        # a scrollable cursor over the transaction's buffered entries too
+        cursor_check(tname, cols, True)
         P(R.choice(["ROLLBACK TO SAVEPOINT s1;", "RELEASE SAVEPOINT s1;"]))
         for _ in range(QPB // 8):
             check(tname, cols)
