@@ -200,6 +200,13 @@ P(r"""
 SET client_min_messages = warning;
 DROP TABLE IF EXISTS fz_log;
 CREATE TABLE fz_log(kind text, q text, detail text);
+-- counts in sequences: they survive the rollbacks of the transactions they are counted in
+DO $$ DECLARE k text; BEGIN
+  FOREACH k IN ARRAY ARRAY['ok_index','noidx_index','ok_bitmap','noidx_bitmap','ok_cursor','noidx_cursor',
+                           'ok_prepared','noidx_prepared','ok_inssel','noidx_inssel'] LOOP
+    EXECUTE format('DROP SEQUENCE IF EXISTS fz_n_%s; CREATE SEQUENCE fz_n_%s MINVALUE 0 START 0', k, k);
+  END LOOP; END $$;
+CREATE OR REPLACE FUNCTION fz_count(kind text) RETURNS void LANGUAGE sql AS $$ SELECT nextval('fz_n_' || kind) $$;
 CREATE OR REPLACE FUNCTION num_norm(n numeric) RETURNS text LANGUAGE sql IMMUTABLE AS
   $$ SELECT CASE WHEN n IS NULL THEN NULL WHEN n = 'NaN' OR n IN ('Infinity','-Infinity') THEN n::text
        WHEN n = 0 THEN '0' ELSE trim_scale(n)::text END $$;
@@ -244,9 +251,26 @@ BEGIN
         mode, used, cardinality(t), mode, cardinality(x), left(t::text, 300), mode, left(x::text, 300)));
       RAISE WARNING 'MISMATCH % %: %', mode, used, q;
     ELSE
-      INSERT INTO fz_log VALUES (CASE WHEN used THEN 'ok_' || mode ELSE 'noidx_' || mode END, NULL, NULL);
+      PERFORM fz_count(CASE WHEN used THEN 'ok_' || mode ELSE 'noidx_' || mode END);
     END IF;
   END LOOP;
+END $$;
+-- INSERT ... SELECT over the index (the insert buffer is written while the scan is open)
+CREATE OR REPLACE FUNCTION fz_inssel(tbl text, cols text, q text, idx text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE n bigint; want bigint; used bool;
+BEGIN
+  PERFORM fz_mode('seq');
+  EXECUTE format('SELECT count(*) FROM (%s) z', q) INTO want;
+  used := fz_uses(q, 'index', idx);
+  PERFORM fz_mode('index');
+  EXECUTE format('INSERT INTO %s (%s) %s', tbl, cols, q);
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n <> want THEN
+    INSERT INTO fz_log VALUES ('bad', q, format('INSERT ... SELECT (index used %s) inserted %s rows, seqscan counts %s', used, n, want));
+    RAISE WARNING 'INSERT SELECT MISMATCH: %', q;
+  ELSE
+    PERFORM fz_count(CASE WHEN used THEN 'ok_inssel' ELSE 'noidx_inssel' END);
+  END IF;
 END $$;
 CREATE OR REPLACE FUNCTION fz_fetch(cur text, mv text) RETURNS text[] LANGUAGE plpgsql AS $$
 DECLARE r record; res text[] := '{}';
@@ -265,6 +289,7 @@ BEGIN
   EXECUTE format('DECLARE cref SCROLL CURSOR FOR %s', q);
   FOREACH mv IN ARRAY moves LOOP
     log := log || mv || '; ';
+    IF mv LIKE 'SQL:%' THEN EXECUTE substr(mv, 5); CONTINUE; END IF;
     d := fz_fetch('cdm', mv); b := fz_fetch('cref', mv);
     IF d IS DISTINCT FROM b THEN
       INSERT INTO fz_log VALUES ('bad', q, format('cursor (index used %s) after %s: dm %s ref %s', used, log, left(d::text, 300), left(b::text, 300)));
@@ -273,7 +298,7 @@ BEGIN
     END IF;
   END LOOP;
   EXECUTE 'CLOSE cdm'; EXECUTE 'CLOSE cref';
-  INSERT INTO fz_log VALUES (CASE WHEN used THEN 'ok_cursor' ELSE 'noidx_cursor' END, NULL, NULL);
+  PERFORM fz_count(CASE WHEN used THEN 'ok_cursor' ELSE 'noidx_cursor' END);
 END $$;
 -- a prepared statement (generic plan, made under an index scan) against the literal query under seqscan
 CREATE OR REPLACE FUNCTION fz_prep(stmt text, args text, refq text, idx text) RETURNS void LANGUAGE plpgsql AS $$
@@ -291,7 +316,7 @@ BEGIN
     INSERT INTO fz_log VALUES ('bad', format('EXECUTE %s(%s) ~ %s', stmt, args, refq), format('generic plan (index used %s): %s rows, seq %s rows', used, cardinality(x), cardinality(t)));
     RAISE WARNING 'PREPARED MISMATCH: % %', stmt, args;
   ELSE
-    INSERT INTO fz_log VALUES (CASE WHEN used THEN 'ok_prepared' ELSE 'noidx_prepared' END, NULL, NULL);
+    PERFORM fz_count(CASE WHEN used THEN 'ok_prepared' ELSE 'noidx_prepared' END);
   END IF;
 END $$;
 """)
@@ -414,13 +439,26 @@ def cursor_check(tname, cols, in_xact=False):
     qq = "SELECT %s FROM %s ORDER BY %s" % (", ".join(c.norm() for c in cols), qq.split(" FROM ", 1)[1], ", ".join(ob))
     moves = []
     for _ in range(R.randrange(5, 25)):
+        if in_xact and R.random() < 0.15:
+            # rows inserted while the cursor is open (it does not see them; its buffer copy must stay valid)
+            moves.append("SQL:INSERT INTO %s (%s) VALUES %s" % (tname, ", ".join(c.name for c in cols), ", ".join(
+                "(" + ", ".join(c.value(True) for c in cols) + ")" for _ in range(R.randrange(1, 12)))))
+            continue
         k = R.randrange(9)
         moves.append(["FORWARD %d" % R.randrange(50), "BACKWARD %d" % R.randrange(50), "NEXT", "PRIOR",
                       "RELATIVE %d" % (R.randrange(40) - 20), "ABSOLUTE %d" % (R.randrange(400) - 100),
                       "FORWARD ALL", "BACKWARD ALL", "FORWARD 1"][k])
     call = "SELECT fz_cursor(%s, ARRAY[%s], '%s');" % (
-        dollar(qq), ", ".join("'%s'" % m for m in moves), index_name(tname))
+        dollar(qq), ", ".join(q(m) for m in moves), index_name(tname))
     P(call if in_xact else "BEGIN; " + call + " COMMIT;")
+
+
+def inssel_check(tname, cols):
+    qq, _ = gen_query(tname, cols)
+    where = qq.split(" WHERE ", 1)[1].split(" ORDER BY ")[0] if " WHERE " in qq else "true"
+    names = ", ".join(c.name for c in cols)
+    sel = "SELECT %s FROM %s WHERE %s LIMIT 300" % (names, tname, where)
+    P("SELECT fz_inssel('%s', '%s', %s, '%s');" % (tname, names, dollar(sel), index_name(tname)))
 
 
 PARAM_TYPES = {"int": ["int8", "int4", "int2"], "text": ["text", "varchar", "name"], "bytea": ["bytea"],
@@ -506,6 +544,7 @@ for rnd in range(ROUNDS):
             check(tname, cols)
         # a scrollable cursor over the transaction's buffered entries too
         cursor_check(tname, cols, True)
+        inssel_check(tname, cols)
         P(R.choice(["ROLLBACK TO SAVEPOINT s1;", "RELEASE SAVEPOINT s1;"]))
         for _ in range(QPB // 8):
             check(tname, cols)
@@ -534,6 +573,6 @@ for rnd in range(ROUNDS):
         for _ in range(QPB // 8):
             check(tname, cols)
 
-P("SELECT kind, count(*) FROM fz_log GROUP BY kind ORDER BY kind;")
+P("SELECT 'bad' AS kind, count(*) FROM fz_log WHERE kind = 'bad' UNION ALL SELECT substr(sequencename, 6), last_value FROM pg_sequences WHERE sequencename LIKE 'fz_n_%' AND last_value > 0;")
 P("SELECT q, detail FROM fz_log WHERE kind = 'bad' LIMIT 40;")
 print("\n".join(out))
