@@ -203,7 +203,7 @@ CREATE TABLE fz_log(kind text, q text, detail text);
 -- counts in sequences: they survive the rollbacks of the transactions they are counted in
 DO $$ DECLARE k text; BEGIN
   FOREACH k IN ARRAY ARRAY['ok_index','noidx_index','ok_bitmap','noidx_bitmap','ok_cursor','noidx_cursor',
-                           'ok_prepared','noidx_prepared','ok_inssel','noidx_inssel'] LOOP
+                           'ok_prepared','noidx_prepared','ok_inssel','noidx_inssel','ok_check'] LOOP
     EXECUTE format('DROP SEQUENCE IF EXISTS fz_n_%s; CREATE SEQUENCE fz_n_%s MINVALUE 0 START 0', k, k);
   END LOOP; END $$;
 CREATE OR REPLACE FUNCTION fz_count(kind text) RETURNS void LANGUAGE sql AS $$ SELECT nextval('fz_n_' || kind) $$;
@@ -270,6 +270,18 @@ BEGIN
     RAISE WARNING 'INSERT SELECT MISMATCH: %', q;
   ELSE
     PERFORM fz_count(CASE WHEN used THEN 'ok_inssel' ELSE 'noidx_inssel' END);
+  END IF;
+END $$;
+-- the tree's invariants and every heap row's entry (dmindex_check)
+CREATE OR REPLACE FUNCTION fz_check_index(idx text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+  SELECT * INTO r FROM dmindex_check(idx::regclass, true);
+  IF NOT r.ok THEN
+    INSERT INTO fz_log VALUES ('bad', idx, format('dmindex_check: %s', r));
+    RAISE WARNING 'CHECK MISMATCH: % %', idx, r;
+  ELSE
+    PERFORM fz_count('ok_check');
   END IF;
 END $$;
 CREATE OR REPLACE FUNCTION fz_fetch(cur text, mv text) RETURNS text[] LANGUAGE plpgsql AS $$
@@ -572,6 +584,7 @@ for rnd in range(ROUNDS):
             P(R.choice(["COMMIT;", "ROLLBACK;"]))
         for _ in range(QPB // 8):
             check(tname, cols)
+        P("SELECT fz_check_index('%s');" % index_name(tname))
 
 P("SELECT 'bad' AS kind, count(*) FROM fz_log WHERE kind = 'bad' UNION ALL SELECT substr(sequencename, 6), last_value FROM pg_sequences WHERE sequencename LIKE 'fz_n_%' AND last_value > 0;")
 P("SELECT q, detail FROM fz_log WHERE kind = 'bad' LIMIT 40;")
