@@ -546,7 +546,7 @@ for rnd in range(ROUNDS):
             check(tname, cols)
         # a transaction with buffered entries, a savepoint, queries inside
         P("BEGIN;")
-        P("SET LOCAL dmindex.insert_buffer = %d;" % R.choice([1, 2, 3, 7, 10000]))
+        P("SET LOCAL dmindex.insert_buffer = %d;" % R.choice([1, 2, 3, 7, 30, 100, 10000]))
         dml(tname, cols, R.randrange(1, 8))
         for _ in range(QPB // 4):
             check(tname, cols)
