@@ -5,6 +5,13 @@
 # dmindex extension, for seeds FIRST..LAST.  Exits 1 if any seed found a
 # mismatch or an unexpected error (its script and output stay in $OUT).
 #   PSQL="psql -h HOST -p PORT -U postgres -d DB" bash test/fuzz/varam_diff.sh [FIRST [LAST [QPB [ROUNDS]]]]
+# QPB: queries per table and batch (40), ROUNDS: rounds of batches (6); a
+# seed of 40/6 runs about 7,000 checks.  It drops and creates tables t1..t10
+# and fz_* objects in DB: one run per database at a time (two runs in one
+# database change each other's tables between a query and its reference).
+# Mismatches are WARNING lines "... MISMATCH" in $OUT/seedN.out and rows of
+# kind 'bad' in table fz_log (lost when logged in a rolled-back transaction:
+# the WARNING lines are what counts).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 FIRST=${1:-1}; LAST=${2:-$FIRST}; QPB=${3:-40}; ROUNDS=${4:-6}
