@@ -299,6 +299,50 @@ SELECT count(*) FROM mm WHERE t > 'p';
 SELECT * FROM dmindex_check('mm_t', true);
 DROP TABLE mm;
 
+-- a scan that stays open while its transaction writes the buffer early (the
+-- flush frees the buffer's suffixes): the scan's own copy of the buffered
+-- entries must not lose its keys, or they come back twice (or never)
+CREATE TABLE mf (a text COLLATE "C", b int);
+INSERT INTO mf SELECT 'k' || (g % 10), g FROM generate_series(1, 2000) g;
+CREATE INDEX mf_ab ON mf USING dmindex (a, b);
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+BEGIN;
+SET LOCAL dmindex.insert_buffer = 50;
+INSERT INTO mf SELECT 'k3', 10000 + g FROM generate_series(1, 40) g;
+EXPLAIN (COSTS OFF) INSERT INTO mf SELECT 'k3copy', b FROM mf WHERE a = 'k3';
+INSERT INTO mf SELECT 'k3copy', b FROM mf WHERE a = 'k3';
+SELECT count(*) AS copied, count(DISTINCT b) AS distinct_b FROM mf WHERE a = 'k3copy';
+ROLLBACK;
+-- the same with a cursor, and with a savepoint rolled back while it is open
+CREATE FUNCTION mf_fetch(mv text, OUT fetched int, OUT distinct_b int, OUT first_b int, OUT last_b int)
+LANGUAGE plpgsql AS $$
+DECLARE r record; bs int[] := '{}';
+BEGIN
+  FOR r IN EXECUTE 'FETCH ' || mv || ' FROM mfc' LOOP bs := bs || r.b; END LOOP;
+  fetched := cardinality(bs);
+  distinct_b := (SELECT count(DISTINCT x) FROM unnest(bs) x);
+  first_b := bs[1];
+  last_b := bs[cardinality(bs)];
+END $$;
+BEGIN;
+SET LOCAL dmindex.insert_buffer = 50;
+INSERT INTO mf SELECT 'k3', 10000 + g FROM generate_series(1, 40) g;
+DECLARE mfc SCROLL CURSOR FOR SELECT b FROM mf WHERE a = 'k3' ORDER BY a, b;
+SELECT * FROM mf_fetch('FORWARD 150');
+INSERT INTO mf SELECT 'k4', 20000 + g FROM generate_series(1, 100) g;
+SELECT * FROM mf_fetch('FORWARD 20');
+SAVEPOINT s;
+INSERT INTO mf SELECT 'k5', g FROM generate_series(1, 20) g;
+ROLLBACK TO s;
+SELECT * FROM mf_fetch('FORWARD ALL');
+SELECT * FROM mf_fetch('BACKWARD 45');
+COMMIT;
+DROP FUNCTION mf_fetch(text);
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+DROP TABLE mf;
+
 -- ---- maintenance -------------------------------------------------------------------
 DELETE FROM mc_dm WHERE id % 4 = 1;
 VACUUM mc_dm;

@@ -338,7 +338,9 @@ extern void dmindex_tree_error(Relation index, dm_tree *tree, int status) pg_att
 /*
  * The not-yet-flushed entries this transaction inserted into index
  * (DESIGN.md §8 WAL-first rule), sorted, for the transaction's own scans to
- * merge.  *n is set; the array is valid until the next insert.
+ * merge.  *n is set; the array, and the key suffixes its entries point to,
+ * are valid until the next insert or subtransaction end (a flush or a
+ * rollback frees the suffixes): a caller that keeps entries copies them.
  */
 extern const dm_entry *dmindex_pending_entries(Relation index, dm_tree *tree, int *n);
 /* Flush pending entries of every index now (WAL first, then remote writes). */

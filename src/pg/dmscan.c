@@ -72,7 +72,11 @@
  *	rnext		lookahead: the remote stream's next entry (has_rnext)
  *	pend		a copy of the transaction's buffered entries inside range
  *				(sorted), npend of them; ppos is the next one to merge in the
- *				current direction
+ *				current direction.  In pendcxt, suffixes included: while the
+ *				scan is open this transaction may write the buffer early (an
+ *				INSERT ... SELECT over this index, a cursor's next FETCH) or
+ *				roll a savepoint back, and either frees the buffer's suffixes
+ *				(dminsert.c, keep_suffixes)
  *	dir			direction of the streams as opened
  *	has_last	an entry has been returned; last is it
  *	exhausted	the last call ran off the end in direction dir.  Like a
@@ -116,6 +120,7 @@ typedef struct DmScanOpaqueData
 	bool		has_rnext;
 	dm_entry	rnext;
 	bool		remote_done;
+	MemoryContext pendcxt;
 	dm_entry   *pend;
 	int			npend;
 	int			ppos;
@@ -145,6 +150,8 @@ dmbeginscan(Relation index, int nkeys, int norderbys)
 	scan->xs_itupdesc = RelationGetDescr(index);
 	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex scan keys",
 									   ALLOCSET_SMALL_SIZES);
+	so->pendcxt = AllocSetContextCreate(CurrentMemoryContext, "dmindex scan buffered entries",
+										ALLOCSET_SMALL_SIZES);
 	so->var = dmindex_key_format(index) == DM_KEY_VAR;
 	if (so->var)
 	{
@@ -172,7 +179,7 @@ close_streams(DmScanOpaque so)
 	so->has_rnext = false;
 	so->remote_done = false;
 	if (so->pend)
-		pfree(so->pend);
+		MemoryContextReset(so->pendcxt);
 	so->pend = NULL;
 	so->npend = 0;
 	so->ppos = 0;
@@ -420,10 +427,10 @@ open_streams(IndexScanDesc scan, ScanDirection dir)
 	pend = dmindex_pending_entries(scan->indexRelation, so->tree, &npend);
 	if (npend > 0)
 	{
-		so->pend = palloc(sizeof(dm_entry) * npend);
+		so->pend = MemoryContextAlloc(so->pendcxt, sizeof(dm_entry) * npend);
 		for (int i = 0; i < npend; i++)
 			if (in_range(&r, pend[i]))
-				so->pend[so->npend++] = pend[i];
+				so->pend[so->npend++] = dmindex_entry_copy(pend[i], so->pendcxt);
 	}
 	so->ppos = r.backward ? so->npend - 1 : 0;
 }
@@ -688,6 +695,7 @@ dmendscan(IndexScanDesc scan)
 		pfree(so->from_sfx);
 	}
 	MemoryContextDelete(so->keycxt);
+	MemoryContextDelete(so->pendcxt);
 	if (so->heap)
 		relation_close(so->heap, NoLock);
 	pfree(so);
