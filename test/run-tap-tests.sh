@@ -15,6 +15,7 @@
 # this tree, else dmindex-memnode on PATH.  PG_TEST_NOCLEAN=1 keeps the work
 # directory (data directories and logs); it is also kept when a test fails.
 # DM_PGBENCH_SECONDS (001) and DM_SHORT_CONNECTIONS (016) reach the tests,
+# DMINDEX_TAP_KEY (the key shape of the dmindex indexes, test/perl/DmindexTest.pm),
 # and PGOPTIONS every session they open (e.g. '-c dmindex.offload=always'
 # or '-c dmindex.default_leaf_format=hopscotch': test/run-tests.sh; each
 # new node then asserts that its sessions have those settings).
@@ -87,7 +88,7 @@ env_vars=(
     "LANG=C.UTF-8"
 )
 # the tests' own knobs (durations of the long runs) and PGOPTIONS (variant runs) pass through
-for v in PG_TEST_TIMEOUT_DEFAULT DM_PGBENCH_SECONDS DMINDEX_STRESS_SECONDS DM_SHORT_CONNECTIONS PGOPTIONS; do
+for v in PG_TEST_TIMEOUT_DEFAULT DM_PGBENCH_SECONDS DMINDEX_STRESS_SECONDS DM_SHORT_CONNECTIONS PGOPTIONS DMINDEX_TAP_KEY; do
     [ -n "${!v:-}" ] && env_vars+=("$v=${!v}")
 done
 mkdir -p "$WORK/portlock" && [ "$(id -u)" -eq 0 ] && chown "$DM_USER" "$WORK/portlock"
