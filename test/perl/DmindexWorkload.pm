@@ -210,7 +210,7 @@ sub pgbench_consistency
 {
 	my ($node, %p) = @_;
 	my $rows = $p{rows} // 20000;
-	my $with = $p{with} // '';
+	my $with = key_with($p{with} // '');
 	$p{duration} //= 20;
 
 	$node->safe_psql(
