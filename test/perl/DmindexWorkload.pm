@@ -372,7 +372,7 @@ sub pgbench_consistency
 		(my $order2 = $order) =~ s/\bk\b/k2/g;
 		my $back = $dir eq 'DESC' ? ' Backward' : '';
 		like($node->safe_psql('postgres', $order =~ s/SELECT string_agg/EXPLAIN SELECT string_agg/r),
-			qr/Index Scan$back using t_k_dm/, "ordered scan $dir: the plan reads t_k_dm in order");
+			qr/Index (?:Only )?Scan$back using t_k_dm/, "ordered scan $dir: the plan reads t_k_dm in order");
 		is(sql($node, 'postgres', $order),
 			sql($node, 'postgres', $order2),
 			"ordered scan $dir through dmindex equals the btree's order");
