@@ -36,7 +36,7 @@ use Test::More;
 use DmindexTest;
 
 our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum start_write_load
-  compare_in_snapshot check_during_load);
+  compare_in_snapshot snapshot_plans_use_index check_during_load);
 
 # run_pgbench_with_vacuum($node, $table, \%scripts, \%weights, duration =>
 # seconds, pause => time between VACUUMs, strict => also fail on any
@@ -140,16 +140,42 @@ sub start_write_load
 # index, with bitmap => 1 the range through a bitmap scan too, then all of
 # them by seqscan.  Returns (1, '') if every index answer equals its
 # seqscan, else (0, what differed or the error).
-sub compare_in_snapshot
+# the queries of compare_in_snapshot, for the current key shape
+sub _snapshot_queries
 {
-	my ($node, $p, $a, $b, %o) = @_;
+	my ($p, $a, $b) = @_;
 	my @q = (
 		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE [[k = $p]]",
 		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE [[k BETWEEN $a AND $b]]",
 		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE [[k >= $a]] [[ORDER BY k]] LIMIT 40) s",
 		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE [[k <= $b]] [[ORDER BY k DESC]] LIMIT 40) s",
 	);
-	@q = map { key_sql($_) } @q;
+	return map { key_sql($_) } @q;
+}
+
+# snapshot_plans_use_index($node, $label): the queries of
+# compare_in_snapshot, with the settings it uses for them, are answered
+# through t_k_dm (an assertion each): its comparisons then compare the index.
+sub snapshot_plans_use_index
+{
+	my ($node, $label) = @_;
+	my @q = _snapshot_queries(4242, 5000, 7000);
+	my @kind = ('point', 'range', 'asc', 'desc');
+	for my $i (0 .. $#q)
+	{
+		like($node->safe_psql('postgres', "$DmindexTest::idx_only EXPLAIN (COSTS OFF) $q[$i]"),
+			qr/Index Scan(?: Backward)? using t_k_dm/, "$label: the $kind[$i] query of the snapshot checks reads t_k_dm");
+	}
+	like($node->safe_psql('postgres',
+			"SET enable_seqscan = off; SET enable_indexscan = off; SET enable_indexonlyscan = off; EXPLAIN (COSTS OFF) $q[1]"),
+		qr/Bitmap Index Scan on t_k_dm/, "$label: its bitmap query reads t_k_dm");
+	return;
+}
+
+sub compare_in_snapshot
+{
+	my ($node, $p, $a, $b, %o) = @_;
+	my @q = _snapshot_queries($p, $a, $b);
 	my $nb = $o{bitmap} ? 1 : 0;
 	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
 	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"

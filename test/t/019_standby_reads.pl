@@ -133,6 +133,7 @@ sub compare_once
 	return compare_in_snapshot($node, $p, $a, $b, bitmap => 1);
 }
 
+snapshot_plans_use_index($_, $_->name) for ($s1, $s2);
 my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
 my ($checks, $problems) = check_during_load($load, [ $s1, $s2 ], \&compare_once);
 like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');

@@ -60,6 +60,8 @@ sub av_count
 }
 my $av0 = av_count();
 
+snapshot_plans_use_index($node, 'before the load');
+
 # the second client: a lock that conflicts with autovacuum, held briefly
 my $load = start_write_load(
 	$node,
