@@ -105,8 +105,8 @@ sub key_with
 	return $with;
 }
 
-# key_text operand of a condition or ORDER BY: the indexed expression with
-# its collation
+# the operand of a condition or ORDER BY in the text and icu shapes: the
+# indexed text expression with its collation
 sub _key_operand
 {
 	my ($x) = @_;
