@@ -19,6 +19,11 @@
  *      fence is L treats [L, H) as empty and goes on to its right link.
  *   3. A takes B's range: A.high = H, A.right = B.right.  B is unreachable.
  *
+ * In a VAR tree step 3 can fail: fences are byte strings kept in the node,
+ * and a full A may have no room for B's longer high fence.  So before step
+ * 1 the new fences are tried on a copy of A (locked until step 3) and B is
+ * left alone if they do not fit (a_takes_b_fence).
+ *
  * Then B's address goes into the reuse list.  A reclaimer that dies after 2
  * leaves a "half-dead" B: readers step over it (above) and the next writer
  * whose descent moves right from A onto it finishes step 3
