@@ -13,8 +13,10 @@
 #      the same way (REGRESS_*_PORT + 1); each spec counts.
 #   4. TAP (test/t/*.pl): pgbench concurrency, crashes, memnode restarts,
 #      DROP DATABASE; each assertion counts.  The scan-pin and failover tests
-#      (011, 017, 020) run once more with dmindex.offload = always, and 011
-#      and the standby test 019 with hopscotch leaves.
+#      (011, 017, 020) run once more with dmindex.offload = always, 011
+#      and the standby test 019 with hopscotch leaves, and the workload,
+#      crash and standby tests (001, 002, 019) with VAR indexes
+#      (DMINDEX_TAP_KEY = text, with the failover test 020, then multi).
 #   5. fuzz (test/fuzz): each libFuzzer target for FUZZ_SECONDS (default 20)
 #      from its seed corpus; each target counts.
 # Run as root (it installs missing packages, and runs PostgreSQL and the
@@ -139,6 +141,24 @@ PGOPTIONS='-c dmindex.default_leaf_format=hopscotch' bash test/run-tap-tests.sh 
     test/t/011_ios_vacuum_race.pl test/t/019_standby_reads.pl 2>&1 | tee "$tap_out"
 add_summary "TAP tests" "$tap_out" "TAP tests (hopscotch) printed no summary"
 rm -f "$tap_out"
+
+echo "== TAP: the workload, crash, standby and failover tests with VAR indexes (text, two columns)"
+# DMINDEX_TAP_KEY gives the tests' dmindex indexes a key of format VAR
+# (test/perl/DmindexTest.pm): a text expression of the key (text), or
+# (text, int) columns (multi); their checks against btree, seqscans and
+# dmindex_check then run on byte-string keys.  multi leaves out the
+# failover test (its takeover does not depend on the key format) to keep
+# the two runs near 4 minutes.
+tap_var() {   # key test...: the tests with DMINDEX_TAP_KEY=key
+    local key=$1 out
+    shift
+    out=$(mktemp)
+    DMINDEX_TAP_KEY=$key bash test/run-tap-tests.sh "$@" 2>&1 | tee "$out"
+    add_summary "TAP tests" "$out" "TAP tests (key $key) printed no summary"
+    rm -f "$out"
+}
+tap_var text test/t/001_pgbench_concurrency.pl test/t/002_crash.pl test/t/019_standby_reads.pl test/t/020_failover.pl
+tap_var multi test/t/001_pgbench_concurrency.pl test/t/002_crash.pl test/t/019_standby_reads.pl
 
 echo "== fuzz (libFuzzer: frame decoder, batch validation, handshake)"
 fuzz_out=$(mktemp)

@@ -19,6 +19,11 @@
  *      fence is L treats [L, H) as empty and goes on to its right link.
  *   3. A takes B's range: A.high = H, A.right = B.right.  B is unreachable.
  *
+ * In a VAR tree step 3 can fail: fences are byte strings kept in the node,
+ * and a full A may have no room for B's longer high fence.  So before step
+ * 1 the new fences are tried on a copy of A (locked until step 3) and B is
+ * left alone if they do not fit (a_takes_b_fence).
+ *
  * Then B's address goes into the reuse list.  A reclaimer that dies after 2
  * leaves a "half-dead" B: readers step over it (above) and the next writer
  * whose descent moves right from A onto it finishes step 3
@@ -118,6 +123,26 @@ dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, const void *rbuf)
 
 /* ---- the reclaim pass -------------------------------------------------------- */
 
+/*
+ * Can leaf A (abuf) take B's high fence (step 3)?  A FIXED8 node always can;
+ * a VAR node keeps its fences as byte strings among its entries, and a full
+ * A cannot take a longer one.  Step 3 must not fail once B is dead: every
+ * writer that then reached B would try to finish the unlink and fail the
+ * same way (dm_tree_finish_unlink), and so would every later pass, so the
+ * range would refuse all writes.  A stays locked from this check to step 3,
+ * so the check on a copy answers for step 3.
+ */
+static int
+a_takes_b_fence(const dm_tree *t, const uint8_t *abuf, const uint8_t *bbuf)
+{
+	uint8_t		copy[DM_NODE_MAX];
+
+	if (!(NODE_HDR(abuf)->flags & DM_NODE_VAR))
+		return 1;
+	memcpy(copy, abuf, t->node_size);
+	return dm_node_set_fences(copy, dm_node_low(copy), dm_node_high(bbuf)) == DM_OK;
+}
+
 /* Release what unlink_leaf holds (nothing changed). */
 static void
 release(dm_tree *t, dm_wlock *wl, void *buf)
@@ -173,7 +198,8 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 	}
 	if (bh->level != 0 || (bh->flags & DM_NODE_DEAD) || bh->count != 0 ||
 		dm_entry_cmp(dm_node_low(bbuf), dm_node_high(abuf)) != 0 ||
-		(!t->write_any && dm_tree_own_class(t, dm_node_low(bbuf), dm_node_high(bbuf)) != DM_OWN_OWNED))
+		(!t->write_any && dm_tree_own_class(t, dm_node_low(bbuf), dm_node_high(bbuf)) != DM_OWN_OWNED) ||
+		!a_takes_b_fence(t, abuf, bbuf))
 		goto skip;
 	if ((rc = dm_node_wlock(t, paddr, 1, DM_FETCH_CTX_NONE, pbuf, &wp)) != DM_OK)
 		goto fail;

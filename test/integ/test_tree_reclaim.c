@@ -20,6 +20,9 @@
  *     is killed between two stored words, at every step; afterwards the
  *     tree verifies, scans equal the model, a writer in the range finishes
  *     any half-done unlink, and a second pass reclaims what is left.
+ *  5. fences (a VAR tree in either run): an empty leaf whose left neighbour
+ *     has no room for its longer high fence stays; the pass, and writes in
+ *     its range afterwards, succeed.
  * TREE_KEY_FORMAT=var (test_tree_reclaim+var) runs it on VAR trees
  * (test/lib/testkeys.h: each key a byte string, the model comparing bytes),
  * section 4 over shm only and only if RECLAIM_SECTIONS names it or
@@ -859,6 +862,128 @@ test_faults(const transport *tr)
 }
 
 /* RECLAIM_SECTIONS=model,bounded,concurrent,faults (default: all) */
+/* ---- 5. fences ------------------------------------------------------------------ */
+
+/*
+ * VAR leaves keep their fences as byte strings: an empty leaf B's left
+ * neighbour A may have no room for B's high fence when it is longer than
+ * A's own (a short separator between two groups of keys, then a long one
+ * inside a group, as two-column keys give).  The pass once marked B dead
+ * first and then failed ("a leaf cannot take its dead neighbour's fence"),
+ * and every writer that reached B failed the same way: the range took no
+ * write any more.  Keys of 20 bytes (the most 256-byte nodes take): a
+ * group word, then eleven equal bytes and a counter byte; groups of 1..40 keys in random order in 256-byte
+ * nodes; then rounds of: a run of keys from a group's first deleted
+ * (sorted, as VACUUM does),
+ * reclaim (must succeed), the run inserted again (must succeed).
+ */
+#define FENCE_KEYS 3000
+#define FENCE_LEN 20				/* the longest key of 256-byte nodes */
+static uint8_t fence_bytes[FENCE_KEYS][FENCE_LEN];
+
+static void
+test_fences(const transport *tr)
+{
+	char		name[64];
+	dm_client  *c = connect_client(tr->backend, 0, "fences");
+	dm_tree_name tn;
+	dm_tree    *t = NULL;
+	dm_tree_opts o;
+	model		m = {0};
+	dm_entry   *e = malloc(sizeof(dm_entry) * FENCE_KEYS);
+	int			n = 0,
+				bad_reclaims = 0,
+				bad_writes = 0,
+				rounds = 120 * g_scale / 100 + 30;
+	uint64_t	reclaimed = 0;
+
+	snprintf(name, sizeof(name), "reclaim-fences-%s", tr->name);
+	if (!CHECK(c != NULL && e != NULL, "%s: connect", name))
+		goto out;
+	memset(&o, 0, sizeof(o));
+	o.node_size = 256;
+	o.key_format = DM_KEY_VAR;
+	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
+	dm_tree_name_named(&tn, name);
+	dm_tree_drop(c, 1, &tn, NULL);
+	if (!CHECK_STATUS(dm_tree_create_new(c, 1, &tn, &o, &t), DM_OK, "%s: create a VAR tree of 256-byte nodes", name))
+		goto out;
+	rng_seed_label(g_seed, name, 0);
+	for (uint32_t group = 1; n < FENCE_KEYS; group++)
+	{
+		int			size = 1 + (int) rnd_below(40);
+
+		for (int i = 0; i < size && n < FENCE_KEYS; i++, n++)
+		{
+			for (int b = 0; b < 8; b++)
+				fence_bytes[n][b] = (uint8_t) ((0x4700000000000000ull | group) >> (56 - 8 * b));
+			memset(fence_bytes[n] + 8, 'c', FENCE_LEN - 9);
+			fence_bytes[n][FENCE_LEN - 1] = (uint8_t) (1 + i);
+			e[n] = dm_entry_from_bytes(fence_bytes[n], FENCE_LEN, (uint64_t) n + 1);
+		}
+	}
+	/* random order: leaves split where they fill, some left full */
+	for (int i = 0; i < n; i++)
+	{
+		int			j = (int) rnd_below((uint64_t) (n - i)) + i;
+		dm_entry	x = e[i];
+
+		e[i] = e[j];
+		e[j] = x;
+	}
+	for (int i = 0; i < n; i++)
+		if (dm_tree_insert(t, e[i], NULL) == DM_OK)
+			m_insert(&m, e[i]);
+	CHECK(m.n == (size_t) n, "%s: %d keys inserted", name, n);
+	for (int r = 0; r < rounds; r++)
+	{
+		size_t		from = rnd_below(m.n),
+					len = 5 + rnd_below(30);
+		dm_entry	run[40];
+		int			changed = 0;
+		dm_reclaim_result res;
+
+		/* from a group's first key: an emptied leaf then often starts there */
+		while (from > 0 && m.e[from - 1].key == m.e[from].key)
+			from--;
+		len = from + len > m.n ? m.n - from : len;
+		memcpy(run, m.e + from, sizeof(dm_entry) * len);
+		if (dm_tree_delete_sorted(t, run, (int) len, &changed) != DM_OK || changed != (int) len)
+		{
+			tap_diag("%s round %d: delete: %s", name, r, dm_tree_error(t));
+			bad_writes++;
+			break;
+		}
+		for (size_t i = 0; i < len; i++)
+			m_delete(&m, run[i]);
+		if (dm_tree_reclaim(t, &res) != DM_OK)
+		{
+			if (bad_reclaims++ == 0)
+				tap_diag("%s round %d: reclaim: %s", name, r, dm_tree_error(t));
+		}
+		else
+			reclaimed += res.leaves_reclaimed;
+		if (dm_tree_insert_sorted(t, run, (int) len, NULL) != DM_OK)
+		{
+			if (bad_writes++ == 0)
+				tap_diag("%s round %d: reinsert: %s", name, r, dm_tree_error(t));
+			continue;
+		}
+		for (size_t i = 0; i < len; i++)
+			m_insert(&m, run[i]);
+	}
+	CHECK(bad_reclaims == 0 && bad_writes == 0 && reclaimed > 0,
+		  "%s: %d rounds: every reclaim pass and every write succeeded (%" PRIu64 " leaves reclaimed; "
+		  "%d failed passes, %d failed writes)", name, rounds, reclaimed, bad_reclaims, bad_writes);
+	tree_matches_model(t, &m, 1, name);
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "%s: destroy", name);
+out:
+	free(e);
+	m_free(&m);
+	if (c)
+		dm_client_destroy(c);
+}
+
 static int
 want(const char *section)
 {
@@ -921,6 +1046,11 @@ main(void)
 	else if (want("faults"))
 		for (size_t i = 0; i < (test_key_var() ? 1 : 2); i++)
 			test_faults(&transports[i]);
+	/* its own VAR tree: once, in the FIXED8 run */
+	if (!test_key_var() && want("fences"))
+		for (size_t i = 0; i < 2; i++)
+			test_fences(&transports[i]);
+	tap_diag("fences: %.1f s", (now_ns() - t0) / 1e9);
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	tap_diag("total %.1f s", (now_ns() - t0) / 1e9);
 	return tap_done();

@@ -22,12 +22,144 @@ use Test::More;
 
 our @EXPORT = qw(start_memnode restart_memnode kill_memnode stop_memnode
   memnode_alive new_dmindex_node new_standby_primary new_dmindex_standby streaming_standby
-  memnode_trees query_sqlstate sql dmindex_check index_matches_seqscan $idx_only $seq_only);
+  memnode_trees query_sqlstate sql dmindex_check index_matches_seqscan $idx_only $seq_only
+  key_shape key_columns key_with key_sql key_shape_needs_int8);
 
 # Prefixes that leave a query one plan: a plain index scan, or a seqscan
 # (tests compare the two answers).
 our $idx_only = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
 our $seq_only = "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;";
+
+# ---- key shapes -------------------------------------------------------------
+# DMINDEX_TAP_KEY picks the shape of the dmindex indexes the tests build
+# over their integer key column (k, an int4 column; docs/design.md §8 "Key
+# formats"):
+#   int8  (default) the column itself: a FIXED8 tree, the tests as always;
+#   text  one text expression of k whose order is k's order (ten digits of
+#         k - int4's minimum, COLLATE "C"): a VAR tree;
+#   multi two columns: the text (eight digits, COLLATE "C") of k / 100,
+#         then k itself: a VAR tree whose range queries are ranges on the
+#         leading column (the index applies no condition on the second, the
+#         recheck does), whose point queries and ranges inside one group of
+#         100 are equality on the leading column and a condition on the
+#         second (short enough for 256-byte nodes' 20-byte keys);
+#   icu   the text of "text" under the ICU collation "und-x-icu" (a non-C
+#         collation: ICU sort keys; the nodes are initialized with UTF8 for
+#         it).  Its keys (sort key and the string as tiebreak) are longer
+#         than 256-byte nodes allow (20 bytes), so key_with raises a
+#         smaller node_size to 1024.
+# A test writes its index as "USING dmindex (" . key_columns('k') . ") "
+# . key_with('WITH (...)'), and its conditions on k and its ORDER BY k
+# through key_sql, so that in every shape the planner can answer them from
+# that index.
+my $key_shape = $ENV{DMINDEX_TAP_KEY} // 'int8';
+die "DMINDEX_TAP_KEY must be int8, text, multi or icu, not \"$key_shape\"\n"
+  unless $key_shape =~ /^(int8|text|multi|icu)$/;
+
+sub key_shape { return $key_shape; }
+
+# A test that cannot use a VAR index (e.g. the partition functions refuse
+# one) skips itself in a VAR run instead of silently testing int8 again.
+sub key_shape_needs_int8
+{
+	my ($why) = @_;
+	plan skip_all => "DMINDEX_TAP_KEY=$key_shape: $why" if $key_shape ne 'int8';
+	return;
+}
+
+my %key_collation = (text => 'C', multi => 'C', icu => 'und-x-icu');
+
+# the text of the int4 value $x: fixed width, so that its byte order (and
+# any collation's) is the integers' order, negative values included
+sub _key_text
+{
+	my ($x) = @_;
+	return "lpad(((($x))::bigint + 2147483648)::text, 10, '0')";
+}
+
+# the leading column of the multi shape: integer division keeps the order,
+# the offset makes every int4's quotient eight non-negative digits
+sub _key_lead
+{
+	my ($x) = @_;
+	return "(lpad(((($x) / 100)::bigint + 21474837)::text, 8, '0') COLLATE \"C\")";
+}
+
+# The index's column list for key column $col (e.g. also for a btree twin
+# on a copy of the column, to compare with).
+sub key_columns
+{
+	my ($col) = @_;
+	return $col if $key_shape eq 'int8';
+	return _key_lead($col) . ", $col" if $key_shape eq 'multi';
+	return '(' . _key_text($col) . ") COLLATE \"$key_collation{$key_shape}\"";
+}
+
+# key_with($with): the index's WITH clause for the current shape: for icu,
+# a node_size below 1024 raised to 1024 (its keys do not fit smaller nodes).
+sub key_with
+{
+	my ($with) = @_;
+	$with =~ s/\bnode_size\s*=\s*(\d+)/'node_size = ' . ($1 < 1024 ? 1024 : $1)/e
+	  if $key_shape eq 'icu';
+	return $with;
+}
+
+# the operand of a condition or ORDER BY in the text and icu shapes: the
+# indexed text expression with its collation
+sub _key_operand
+{
+	my ($x) = @_;
+	return '(' . _key_text($x) . " COLLATE \"$key_collation{$key_shape}\")";
+}
+
+# One marked condition, e.g. "k BETWEEN :k AND :k + 30" or "k >= 10", or
+# "ORDER BY k DESC", in the current shape.  For multi, a condition on k
+# stays and gets its consequence for the leading column (a strict bound
+# loosened: k > a implies k / 100 >= a / 100); a BETWEEN of two literals in
+# one group of 100 becomes equality on the leading column (a prefix and a
+# range inside it).
+sub _key_rewrite
+{
+	my ($m) = @_;
+	if ($m =~ /^ORDER BY (\w+)((?:\s+(?:ASC|DESC))?)$/)
+	{
+		my ($col, $dir) = ($1, $2);
+		return "ORDER BY $col$dir" if $key_shape eq 'int8';
+		return 'ORDER BY ' . _key_operand($col) . $dir if $key_shape ne 'multi';
+		return 'ORDER BY ' . _key_lead($col) . "$dir, $col$dir";
+	}
+	if ($m =~ /^(\w+) BETWEEN (.+?) AND (.+)$/)
+	{
+		my ($col, $a, $b) = ($1, $2, $3);
+		return $m if $key_shape eq 'int8';
+		return _key_operand($col) . ' BETWEEN ' . _key_operand($a) . ' AND ' . _key_operand($b)
+		  if $key_shape ne 'multi';
+		my $lead =
+		  ($a =~ /^-?\d+$/ && $b =~ /^-?\d+$/ && int($a / 100) == int($b / 100) && $a * $b >= 0)
+		  ? _key_lead($col) . ' = ' . _key_lead($a)
+		  : _key_lead($col) . ' BETWEEN ' . _key_lead($a) . ' AND ' . _key_lead($b);
+		return "$lead AND $m";
+	}
+	if ($m =~ /^(\w+) (=|<|<=|>|>=) (.+)$/)
+	{
+		my ($col, $op, $x) = ($1, $2, $3);
+		return $m if $key_shape eq 'int8';
+		return _key_operand($col) . " $op " . _key_operand($x) if $key_shape ne 'multi';
+		(my $lop = $op) =~ s/^([<>])$/$1=/;
+		return _key_lead($col) . " $lop " . _key_lead($x) . " AND $m";
+	}
+	die "key_sql: cannot rewrite [[$m]]\n";
+}
+
+# key_sql($sql): $sql with each [[condition]] and [[ORDER BY col [DIR]]]
+# written for the current key shape (for int8, just the marks removed).
+sub key_sql
+{
+	my ($sql) = @_;
+	$sql =~ s/\[\[(.+?)\]\]/_key_rewrite($1)/ge;
+	return $sql;
+}
 
 # memnodes still running, by pid (value: their region file): killed at exit
 my %running;
@@ -186,7 +318,11 @@ sub new_dmindex_node
 {
 	my ($name, $memnodes, %p) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(%{ $p{init} // {} });
+	my %init = %{ $p{init} // {} };
+	# the icu key shape's collation needs an encoding ICU supports
+	$init{extra} = [ @{ $init{extra} // [] }, '--encoding=UTF8', '--locale=C' ]
+	  if $key_shape eq 'icu';
+	$node->init(%init);
 	my $list = join(',', map { $_->{address} } @$memnodes);
 	$node->append_conf('postgresql.conf', <<"CONF");
 shared_preload_libraries = 'dmindex'
@@ -247,7 +383,7 @@ sub new_standby_primary
 		'postgres', qq{
 	CREATE TABLE t (id bigserial, k int, pad text);
 	INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, $p{rows}) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) WITH (node_size = 256);
+	CREATE INDEX t_k_dm ON t USING dmindex (@{[ key_columns('k') ]}) @{[ key_with('WITH (node_size = 256)') ]};
 	VACUUM ANALYZE t;
 	$slots} . ($p{sql} // ''));
 	$primary->backup('b');

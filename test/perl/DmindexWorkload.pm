@@ -17,6 +17,11 @@
 # on a primary and returns at once, for tests that query other servers while
 # it runs (019, 021, 022): check_during_load runs their checks until it
 # ends, and compare_in_snapshot is the check they share.
+#
+# Every condition on k and ORDER BY k is written for the key shape of
+# DMINDEX_TAP_KEY (DmindexTest's key_sql), and the tables' indexes with
+# key_columns: with text or multi the same checks run against a VAR index
+# (and its btree twin has the same columns).
 
 package DmindexWorkload;
 
@@ -31,7 +36,7 @@ use Test::More;
 use DmindexTest;
 
 our @EXPORT = qw(pgbench_consistency run_pgbench_with_vacuum start_write_load
-  compare_in_snapshot check_during_load);
+  compare_in_snapshot snapshot_plans_use_index check_during_load);
 
 # run_pgbench_with_vacuum($node, $table, \%scripts, \%weights, duration =>
 # seconds, pause => time between VACUUMs, strict => also fail on any
@@ -106,9 +111,9 @@ sub start_write_load
 		'load_insert.sql' => "\\set k random($lo, " . ($hi - $p{ins}) . ")\n"
 		  . "INSERT INTO t (k, pad) SELECT :k + g, 'load' FROM generate_series(0, " . ($p{ins} - 1) . ") g;\n",
 		'load_update.sql' => "\\set k random($lo, " . ($hi - $p{upd}) . ")\n\\set newk random($lo, $hi)\n"
-		  . "UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + $p{upd};\n",
+		  . key_sql("UPDATE t SET k = :newk WHERE [[k BETWEEN :k AND :k + $p{upd}]];\n"),
 		'load_delete.sql' => "\\set k random($lo, " . ($hi - $p{del}) . ")\n"
-		  . "DELETE FROM t WHERE k BETWEEN :k AND :k + $p{del};\n",
+		  . key_sql("DELETE FROM t WHERE [[k BETWEEN :k AND :k + $p{del}]];\n"),
 		'load_vacuum.sql' => $p{second} // "VACUUM t;\n\\sleep 1000 ms\n");
 	for my $f (keys %scripts)
 	{
@@ -135,15 +140,42 @@ sub start_write_load
 # index, with bitmap => 1 the range through a bitmap scan too, then all of
 # them by seqscan.  Returns (1, '') if every index answer equals its
 # seqscan, else (0, what differed or the error).
+# the queries of compare_in_snapshot, for the current key shape
+sub _snapshot_queries
+{
+	my ($p, $a, $b) = @_;
+	my @q = (
+		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE [[k = $p]]",
+		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE [[k BETWEEN $a AND $b]]",
+		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE [[k >= $a]] [[ORDER BY k]] LIMIT 40) s",
+		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE [[k <= $b]] [[ORDER BY k DESC]] LIMIT 40) s",
+	);
+	return map { key_sql($_) } @q;
+}
+
+# snapshot_plans_use_index($node, $label): the queries of
+# compare_in_snapshot, with the settings it uses for them, are answered
+# through t_k_dm (an assertion each): its comparisons then compare the index.
+sub snapshot_plans_use_index
+{
+	my ($node, $label) = @_;
+	my @q = _snapshot_queries(4242, 5000, 7000);
+	my @kind = ('point', 'range', 'asc', 'desc');
+	for my $i (0 .. $#q)
+	{
+		like($node->safe_psql('postgres', "$DmindexTest::idx_only EXPLAIN (COSTS OFF) $q[$i]"),
+			qr/Index Scan(?: Backward)? using t_k_dm/, "$label: the $kind[$i] query of the snapshot checks reads t_k_dm");
+	}
+	like($node->safe_psql('postgres',
+			"SET enable_seqscan = off; SET enable_indexscan = off; SET enable_indexonlyscan = off; EXPLAIN (COSTS OFF) $q[1]"),
+		qr/Bitmap Index Scan on t_k_dm/, "$label: its bitmap query reads t_k_dm");
+	return;
+}
+
 sub compare_in_snapshot
 {
 	my ($node, $p, $a, $b, %o) = @_;
-	my @q = (
-		"SELECT 'point', count(*), coalesce(sum(id), 0) FROM t WHERE k = $p",
-		"SELECT 'range', count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN $a AND $b",
-		"SELECT 'asc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k >= $a ORDER BY k LIMIT 40) s",
-		"SELECT 'desc', string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k <= $b ORDER BY k DESC LIMIT 40) s",
-	);
+	my @q = _snapshot_queries($p, $a, $b);
 	my $nb = $o{bitmap} ? 1 : 0;
 	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
 	  . "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off;\n"
@@ -204,7 +236,7 @@ sub pgbench_consistency
 {
 	my ($node, %p) = @_;
 	my $rows = $p{rows} // 20000;
-	my $with = $p{with} // '';
+	my $with = key_with($p{with} // '');
 	$p{duration} //= 20;
 
 	$node->safe_psql(
@@ -217,8 +249,8 @@ sub pgbench_consistency
 	INSERT INTO t (k, pad)
 		SELECT CASE WHEN g % 500 = 0 THEN NULL ELSE (g * 7919) % 100000 END, 'initial'
 		FROM generate_series(1, $rows) g;
-	CREATE INDEX t_k_dm ON t USING dmindex (k) $with;
-	CREATE INDEX t_k2_bt ON t (k2);
+	CREATE INDEX t_k_dm ON t USING dmindex (@{[ key_columns('k') ]}) $with;
+	CREATE INDEX t_k2_bt ON t (@{[ key_columns('k2') ]});
 	VACUUM ANALYZE t;
 	});
 
@@ -239,25 +271,25 @@ sub pgbench_consistency
 	},
 		'delete_range.sql' => q{
 	\set k random(1, 100000)
-	DELETE FROM t WHERE k BETWEEN :k AND :k + 30;
+	DELETE FROM t WHERE [[k BETWEEN :k AND :k + 30]];
 	},
 		'select_point.sql' => q{
 	\set k random(1, 100000)
 	SET enable_seqscan = off;
-	SELECT count(*) FROM t WHERE k = :k;
+	SELECT count(*) FROM t WHERE [[k = :k]];
 	},
 		'select_range.sql' => q{
 	\set k random(1, 100000)
 	SET enable_seqscan = off;
-	SELECT count(*), sum(k) FROM t WHERE k BETWEEN :k AND :k + 500;
-	SELECT k FROM t WHERE k >= :k ORDER BY k LIMIT 10;
-	SELECT k FROM t WHERE k < :k ORDER BY k DESC LIMIT 10;
+	SELECT count(*), sum(k) FROM t WHERE [[k BETWEEN :k AND :k + 500]];
+	SELECT k FROM t WHERE [[k >= :k]] [[ORDER BY k]] LIMIT 10;
+	SELECT k FROM t WHERE [[k < :k]] [[ORDER BY k DESC]] LIMIT 10;
 	},
 		'update_key.sql' => q{
 	\set k random(1, 100000)
 	\set newk random(1, 100000)
-	UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 3;
-	UPDATE t SET pad = 'hot' WHERE k = :k + 10;
+	UPDATE t SET k = :newk WHERE [[k BETWEEN :k AND :k + 3]];
+	UPDATE t SET pad = 'hot' WHERE [[k = :k + 10]];
 	},
 		# read-your-own-writes: the rows are only in this backend's insert
 		# buffer (or, past dmindex.insert_buffer, flushed early); a scan through
@@ -272,8 +304,8 @@ sub pgbench_consistency
 	SAVEPOINT s;
 	INSERT INTO t (k, pad) VALUES (:k, 'gone-' || :m);
 	ROLLBACK TO SAVEPOINT s;
-	SELECT 1 / (count(*) = 1)::int FROM t WHERE k = :k AND pad = 'own-' || :m;
-	SELECT 1 / (count(*) = 0)::int FROM t WHERE k = :k AND pad = 'gone-' || :m;
+	SELECT 1 / (count(*) = 1)::int FROM t WHERE [[k = :k]] AND pad = 'own-' || :m;
+	SELECT 1 / (count(*) = 0)::int FROM t WHERE [[k = :k]] AND pad = 'gone-' || :m;
 	COMMIT;
 	},
 		'big_commit.sql' => q{
@@ -283,7 +315,7 @@ sub pgbench_consistency
 	SET LOCAL dmindex.insert_buffer = 8;
 	SET LOCAL enable_seqscan = off;
 	INSERT INTO t (k, pad) SELECT :k + g, 'big-' || :m FROM generate_series(0, 39) g;
-	SELECT 1 / (count(*) = 40)::int FROM t WHERE k BETWEEN :k AND :k + 39 AND pad = 'big-' || :m;
+	SELECT 1 / (count(*) = 40)::int FROM t WHERE [[k BETWEEN :k AND :k + 39]] AND pad = 'big-' || :m;
 	COMMIT;
 	},
 		'big_rollback.sql' => q{
@@ -291,7 +323,7 @@ sub pgbench_consistency
 	BEGIN;
 	SET LOCAL dmindex.insert_buffer = 8;
 	INSERT INTO t (k, pad) SELECT :k + g, 'aborted' FROM generate_series(0, 39) g;
-	UPDATE t SET k = k + 1 WHERE k BETWEEN :k + 100 AND :k + 102;
+	UPDATE t SET k = k + 1 WHERE [[k BETWEEN :k + 100 AND :k + 102]];
 	ROLLBACK;
 	},);
 	my %weights = (
@@ -304,6 +336,7 @@ sub pgbench_consistency
 		'own_writes.sql'   => 2,
 		'big_commit.sql'   => 1,
 		'big_rollback.sql' => 1,);
+	$_ = key_sql($_) for values %scripts;
 
 	run_pgbench_with_vacuum($node, 't', \%scripts, \%weights,
 		duration => $p{duration}, pause => '500 ms', strict => 1);
@@ -321,14 +354,15 @@ sub pgbench_consistency
 	# (column k) and through t_k2_bt (column k2, the same values); the plan
 	# must use the intended index.
 	my @queries = (
-		[ 'point',          'k = 4242' ],
-		[ 'small range',    'k BETWEEN 5000 AND 6000' ],
-		[ 'lower end',      'k < 300' ],
-		[ 'upper end',      'k > 99500' ],
-		[ 'half open',      'k >= 50000' ],
-		[ 'exclusive',      'k > 70000 AND k < 70100' ],
-		[ 'beyond the max', 'k > 200000' ],
-		[ 'whole index',    'k >= -2147483648' ],);
+		[ 'point',          '[[k = 4242]]' ],
+		[ 'small range',    '[[k BETWEEN 5000 AND 6000]]' ],
+		[ 'in one group',   '[[k BETWEEN 5010 AND 5060]]' ],
+		[ 'lower end',      '[[k < 300]]' ],
+		[ 'upper end',      '[[k > 99500]]' ],
+		[ 'half open',      '[[k >= 50000]]' ],
+		[ 'exclusive',      '[[k > 70000]] AND [[k < 70100]]' ],
+		[ 'beyond the max', '[[k > 200000]]' ],
+		[ 'whole index',    '[[k >= -2147483648]]' ],);
 	my %modes = (
 		'index scan' =>
 		  'SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;',
@@ -341,6 +375,7 @@ sub pgbench_consistency
 		for my $q (@queries)
 		{
 			my ($label, $where) = @$q;
+			$where = key_sql($where);
 			(my $where2 = $where) =~ s/\bk\b/k2/g;
 			my $sql_dm =
 			  "SELECT count(*) || ':' || coalesce(md5(string_agg(id || '/' || k, ',' ORDER BY id)), '-') FROM t WHERE $where";
@@ -359,8 +394,11 @@ sub pgbench_consistency
 	for my $dir ('ASC', 'DESC')
 	{
 		my $order = "SET enable_seqscan = off; SET enable_bitmapscan = off; "
-		  . "SELECT string_agg(k::text, ',') FROM (SELECT k FROM t WHERE k > 31337 ORDER BY k $dir LIMIT 200) s";
+		  . key_sql("SELECT string_agg(k::text, ',') FROM (SELECT k FROM t WHERE [[k > 31337]] [[ORDER BY k $dir]] LIMIT 200) s");
 		(my $order2 = $order) =~ s/\bk\b/k2/g;
+		my $back = $dir eq 'DESC' ? ' Backward' : '';
+		like($node->safe_psql('postgres', $order =~ s/SELECT string_agg/EXPLAIN SELECT string_agg/r),
+			qr/Index (?:Only )?Scan$back using t_k_dm/, "ordered scan $dir: the plan reads t_k_dm in order");
 		is(sql($node, 'postgres', $order),
 			sql($node, 'postgres', $order2),
 			"ordered scan $dir through dmindex equals the btree's order");

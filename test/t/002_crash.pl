@@ -28,21 +28,32 @@ my $mn = start_memnode(
 	args => [ '--size', '512M', '--shm', '--chunk-size', '1M' ]);
 my $node = new_dmindex_node('crash', [$mn], conf => "autovacuum = off\n");
 
+# the indexes in the key shape of DMINDEX_TAP_KEY (DmindexTest): with text
+# or multi, VAR trees; every condition on k below is written with key_sql
+my $kcols = key_columns('k');
 $node->safe_psql(
-	'postgres', q{
+	'postgres', qq{
 CREATE TABLE t (id bigserial, k int, pad text);
 INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'initial' FROM generate_series(1, 20000) g;
 -- rows pgbench never touches, for the transactions left open at the crash
 INSERT INTO t (k, pad) SELECT 200000 + g, 'fixed' FROM generate_series(1, 1000) g;
-CREATE INDEX t_k_dm ON t USING dmindex (k);
+CREATE INDEX t_k_dm ON t USING dmindex ($kcols);
 CREATE TABLE c (k int);
 INSERT INTO c SELECT g FROM generate_series(1, 1000) g;
 CREATE UNLOGGED TABLE u (k int);
 INSERT INTO u SELECT g FROM generate_series(1, 5000) g;
-CREATE INDEX u_k_dm ON u USING dmindex (k);
+CREATE INDEX u_k_dm ON u USING dmindex ($kcols);
 VACUUM ANALYZE t;
 VACUUM ANALYZE u;
 });
+
+# the conditions below reach the dmindex indexes in every key shape
+for my $q ([ 't_k_dm', 'SELECT id FROM t WHERE [[k BETWEEN 1 AND 3000]]' ],
+	[ 'u_k_dm', 'SELECT k FROM u WHERE [[k BETWEEN 1000001 AND 1000005]]' ])
+{
+	like($node->safe_psql('postgres', key_sql("$idx_only EXPLAIN (COSTS OFF) $q->[1]")),
+		qr/Index Scan using $q->[0]/, "$q->[0] answers the conditions on k (key shape " . key_shape() . ')');
+}
 
 my $dir = $node->basedir;
 my %scripts = (
@@ -58,11 +69,11 @@ INSERT INTO t (k, pad) SELECT :k + g, 'multi' FROM generate_series(0, 19) g;
 	'update.sql' => q{
 \set k random(1, 100000)
 \set newk random(1, 100000)
-UPDATE t SET k = :newk WHERE k BETWEEN :k AND :k + 3;
+UPDATE t SET k = :newk WHERE [[k BETWEEN :k AND :k + 3]];
 },
 	'delete.sql' => q{
 \set k random(1, 100000)
-DELETE FROM t WHERE k BETWEEN :k AND :k + 20;
+DELETE FROM t WHERE [[k BETWEEN :k AND :k + 20]];
 },
 	# a transaction that flushes entries early, then stays open a while
 	'slow.sql' => q{
@@ -71,12 +82,12 @@ BEGIN;
 SET LOCAL dmindex.insert_buffer = 8;
 INSERT INTO t (k, pad) SELECT :k + g, 'slow' FROM generate_series(0, 29) g;
 \sleep 20 ms
-UPDATE t SET k = k + 1 WHERE k BETWEEN :k + 100 AND :k + 105;
+UPDATE t SET k = k + 1 WHERE [[k BETWEEN :k + 100 AND :k + 105]];
 COMMIT;
 },);
 for my $name (sort keys %scripts)
 {
-	append_to_file("$dir/$name", $scripts{$name});
+	append_to_file("$dir/$name", key_sql($scripts{$name}));
 }
 append_to_file("$dir/vacuum.sql", "VACUUM t;\n\\sleep 100 ms\n");
 
@@ -108,8 +119,8 @@ sub index_equals_seqscan
 {
 	my ($label) = @_;
 	ok(index_matches_seqscan($node, 't',
-		[ 'k BETWEEN 1 AND 3000', 'k BETWEEN 40000 AND 41000', 'k > 99000', 'k >= 0',
-		  'k BETWEEN 200001 AND 201000', 'k >= 500000', 'k > 1000000' ], $label),
+		[ map { key_sql("[[$_]]") } 'k BETWEEN 1 AND 3000', 'k BETWEEN 40000 AND 41000', 'k > 99000',
+		  'k >= 0', 'k BETWEEN 200001 AND 201000', 'k >= 500000', 'k > 1000000' ], $label),
 		"$label: index scans return the same rows as sequential scans");
 }
 
@@ -156,15 +167,15 @@ for my $round (1, 2)
 	);
 	my $open_update = $node->background_psql('postgres');
 	$open_update->query_safe(
-		"BEGIN; SET LOCAL dmindex.insert_buffer = 10; UPDATE t SET k = k + 2000000 WHERE k BETWEEN 200001 AND 200300"
+		key_sql("BEGIN; SET LOCAL dmindex.insert_buffer = 10; UPDATE t SET k = k + 2000000 WHERE [[k BETWEEN 200001 AND 200300]]")
 	);
 	my $open_delete = $node->background_psql('postgres');
 	$open_delete->query_safe(
-		"BEGIN; DELETE FROM t WHERE k BETWEEN 200501 AND 200800");
+		key_sql("BEGIN; DELETE FROM t WHERE [[k BETWEEN 200501 AND 200800]]"));
 	# a CREATE INDEX the crash interrupts: its tree exists, its index never will
 	my $open_create = $node->background_psql('postgres');
 	$open_create->query_safe(
-		"BEGIN; CREATE INDEX c_k ON c USING dmindex (k)");
+		"BEGIN; CREATE INDEX c_k ON c USING dmindex ($kcols)");
 	# the early-flushed entries are remote now, and their rows' WAL too
 	my $flushed_entries = $node->safe_psql('postgres',
 		"SELECT entries FROM dmindex_stats('t_k_dm')");
@@ -192,12 +203,12 @@ for my $round (1, 2)
 
 	check_index("round $round, after the crash");
 	is( sql($node, 'postgres',
-			"SET enable_seqscan = off; SELECT count(*) FROM t WHERE k BETWEEN 500000 AND 500099 AND pad = 'committed-$round'"
+			key_sql("SET enable_seqscan = off; SELECT count(*) FROM t WHERE [[k BETWEEN 500000 AND 500099]] AND pad = 'committed-$round'")
 		),
 		'100',
 		"round $round: rows committed before the crash are found through the index");
 	is( sql($node, 'postgres',
-			"SET enable_seqscan = off; SELECT count(*) FROM t WHERE k >= 600000"),
+			key_sql("SET enable_seqscan = off; SELECT count(*) FROM t WHERE [[k >= 600000]]")),
 		'0',
 		"round $round: rows of transactions open at the crash are gone (index)");
 	is( sql($node, 'postgres',
@@ -206,7 +217,7 @@ for my $round (1, 2)
 		'0',
 		"round $round: rows of transactions open at the crash are gone (seq scan)");
 	is( sql($node, 'postgres',
-			"SET enable_seqscan = off; SELECT count(*), min(k), max(k) FROM t WHERE k BETWEEN 200001 AND 201000"
+			key_sql("SET enable_seqscan = off; SELECT count(*), min(k), max(k) FROM t WHERE [[k BETWEEN 200001 AND 201000]]")
 		),
 		'1000|200001|201000',
 		"round $round: rows updated or deleted by transactions open at the crash are unchanged");
@@ -243,7 +254,7 @@ for my $round (1, 2)
 			  "INSERT INTO u SELECT 1000000 + g FROM generate_series(1, 10) g;\n"
 		});
 	is( sql($node, 'postgres',
-			"SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*), sum(k) FROM u WHERE k BETWEEN 1000001 AND 1000005"
+			key_sql("SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*), sum(k) FROM u WHERE [[k BETWEEN 1000001 AND 1000005]]")
 		),
 		'500|500001500',
 		"round $round: the unlogged table's index finds every row inserted after the crash");

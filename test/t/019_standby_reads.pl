@@ -31,6 +31,8 @@
 #                dmindex_partitions() on the standbys; dmindex_gc() refused.
 #
 # DM_STANDBY_SECONDS sets the length of the load phase (default 15).
+# DMINDEX_TAP_KEY=text or multi runs it all against a VAR index
+# (DmindexTest's key shapes): every condition on k is written with key_sql.
 
 use strict;
 use warnings;
@@ -57,7 +59,7 @@ my $s2 = new_dmindex_standby($primary, 'standby2', slot => 's2',
 sub both_counts
 {
 	my ($node) = @_;
-	my $q = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k >= 0";
+	my $q = key_sql("SELECT count(*), coalesce(sum(id), 0) FROM t WHERE [[k >= 0]]");
 	my $i = sql($node, 'postgres', "$idx_only $q");
 	my $s = sql($node, 'postgres', "$seq_only $q");
 	return ($i, $s);
@@ -73,7 +75,7 @@ sub leaf_frames
 # ---- a standby with the copied instance id (the reported bug) -------------------
 
 # It would take the primary's ranges for its own: refused (src/pg/dmclaim.c)
-my ($cstate, $cerr) = query_sqlstate($s1, 'postgres', "$idx_only SELECT count(*) FROM t WHERE k >= 0");
+my ($cstate, $cerr) = query_sqlstate($s1, 'postgres', key_sql("$idx_only SELECT count(*) FROM t WHERE [[k >= 0]]"));
 is($cstate, '55006', 'a standby with the copied instance id 0 is refused (the primary holds it)');
 like($cerr, qr/dmindex instance 0 is already in use by another server/, '... with a clear message');
 
@@ -99,21 +101,21 @@ is(leaf_frames($s1), 0, 'and still no leaf cached');
 # ---- EXPLAIN: each kind of query takes the dmindex path it is meant to ----------
 
 my %plans = (
-	'index'          => [ $idx_only, "SELECT count(*) FROM t WHERE k BETWEEN 10 AND 500", qr/Index Scan using t_k_dm/ ],
-	'index forward'  => [ $idx_only, "SELECT k FROM t WHERE k >= 10 ORDER BY k LIMIT 30", qr/Index Scan using t_k_dm/ ],
-	'index backward' => [ $idx_only, "SELECT k FROM t WHERE k <= 900 ORDER BY k DESC LIMIT 30", qr/Index Scan Backward using t_k_dm/ ],
+	'index'          => [ $idx_only, "SELECT count(*) FROM t WHERE [[k BETWEEN 10 AND 500]]", qr/Index Scan using t_k_dm/ ],
+	'index forward'  => [ $idx_only, "SELECT k FROM t WHERE [[k >= 10]] [[ORDER BY k]] LIMIT 30", qr/Index Scan using t_k_dm/ ],
+	'index backward' => [ $idx_only, "SELECT k FROM t WHERE [[k <= 900]] [[ORDER BY k DESC]] LIMIT 30", qr/Index Scan Backward using t_k_dm/ ],
 	'bitmap' => [
 		"SET enable_seqscan = off; SET enable_indexscan = off; SET enable_indexonlyscan = off;",
-		"SELECT count(*) FROM t WHERE k BETWEEN 10 AND 500", qr/Bitmap Index Scan on t_k_dm/ ],
+		"SELECT count(*) FROM t WHERE [[k BETWEEN 10 AND 500]]", qr/Bitmap Index Scan on t_k_dm/ ],
 	'no index-only scan' => [ "SET enable_seqscan = off; SET enable_bitmapscan = off;",
-		"SELECT k FROM t WHERE k BETWEEN 10 AND 500", qr/Index Scan using t_k_dm/ ],
-	'seqscan' => [ $seq_only, "SELECT count(*) FROM t WHERE k BETWEEN 10 AND 500", qr/Seq Scan on t/ ],);
+		"SELECT k FROM t WHERE [[k BETWEEN 10 AND 500]]", qr/Index Scan using t_k_dm/ ],
+	'seqscan' => [ $seq_only, "SELECT count(*) FROM t WHERE [[k BETWEEN 10 AND 500]]", qr/Seq Scan on t/ ],);
 for my $node ($s1, $s2)
 {
 	for my $p (sort keys %plans)
 	{
 		my ($set, $q, $re) = @{ $plans{$p} };
-		like(sql($node, 'postgres', "$set EXPLAIN (COSTS OFF) $q"),
+		like(sql($node, 'postgres', key_sql("$set EXPLAIN (COSTS OFF) $q")),
 			$re, $node->name . ": EXPLAIN uses the $p plan");
 	}
 }
@@ -131,6 +133,7 @@ sub compare_once
 	return compare_in_snapshot($node, $p, $a, $b, bitmap => 1);
 }
 
+snapshot_plans_use_index($_, $_->name) for ($s1, $s2);
 my $load = start_write_load($primary, duration => $duration, lo => 1, hi => 100000, clients => 3, ins => 20, upd => 3, del => 20);
 my ($checks, $problems) = check_during_load($load, [ $s1, $s2 ], \&compare_once);
 like(${$load->{out}}, qr/number of transactions actually processed: [1-9]/, 'pgbench wrote on the primary');
@@ -142,12 +145,12 @@ is(join("\n", @$problems), '',
 # ---- entries ahead of the delayed standby's heap -------------------------------------
 
 $primary->wait_for_catchup($s2, 'replay');
-my $before = $s2->safe_psql('postgres', "$seq_only SELECT count(*) FROM t WHERE k BETWEEN 300000 AND 400000");
+my $before = $s2->safe_psql('postgres', key_sql("$seq_only SELECT count(*) FROM t WHERE [[k BETWEEN 300000 AND 400000]]"));
 is($before, 0, 'no row in the new key range yet');
 # new rows in new heap pages: remote entries at once, heap pages 3 s later on standby 2
 $primary->safe_psql('postgres',
 	"INSERT INTO t (k, pad) SELECT 300000 + g, repeat('x', 200) FROM generate_series(1, 4000) g");
-my $q_ahead = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 300000 AND 400000";
+my $q_ahead = key_sql("SELECT count(*), coalesce(sum(id), 0) FROM t WHERE [[k BETWEEN 300000 AND 400000]]");
 # index, bitmap and seqscan in one snapshot, taken before the 3 s of delay are over
 my ($ret, $out, $err) = $s2->psql('postgres',
 	"BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
@@ -169,8 +172,8 @@ like(sql($s2, 'postgres', "$idx_only $q_ahead"), qr/^4000\|/, 'all 4000 of them'
 
 # a session that has the tree open already, and one that opens it afterwards
 my $held = $s2->background_psql('postgres', on_error_stop => 0);
-$held->query_safe("$idx_only SELECT count(*) FROM t WHERE k BETWEEN 10 AND 20");
-my $q_re = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 1000 AND 9000";
+$held->query_safe(key_sql("$idx_only SELECT count(*) FROM t WHERE [[k BETWEEN 10 AND 20]]"));
+my $q_re = key_sql("SELECT count(*), coalesce(sum(id), 0) FROM t WHERE [[k BETWEEN 1000 AND 9000]]");
 # replay held still on standby 2 until both queries ran; REINDEX leaves the
 # old tree to the collector: run it at once
 $s2->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
@@ -237,7 +240,7 @@ $primary->poll_query_until('postgres',
   or die 'the slots keep an xmin';
 $primary->wait_for_catchup($s1, 'replay');
 
-my $q_old = "SELECT count(*), coalesce(sum(id), 0) FROM t WHERE k BETWEEN 0 AND 60000";
+my $q_old = key_sql("SELECT count(*), coalesce(sum(id), 0) FROM t WHERE [[k BETWEEN 0 AND 60000]]");
 my %sess;
 my %ref;
 for my $kind ('index', 'bitmap')
@@ -246,9 +249,9 @@ for my $kind ('index', 'bitmap')
 	$sess{$kind}->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 	$ref{$kind} = $sess{$kind}->query_safe("$seq_only $q_old");
 }
-$primary->safe_psql('postgres', "DELETE FROM t WHERE k BETWEEN 0 AND 60000 AND id % 3 = 0");
+$primary->safe_psql('postgres', key_sql("DELETE FROM t WHERE [[k BETWEEN 0 AND 60000]] AND id % 3 = 0"));
 $primary->safe_psql('postgres', "VACUUM t");
-my $removed = $primary->safe_psql('postgres', "SELECT count(*) FROM t WHERE k BETWEEN 0 AND 60000 AND id % 3 = 0");
+my $removed = $primary->safe_psql('postgres', key_sql("SELECT count(*) FROM t WHERE [[k BETWEEN 0 AND 60000]] AND id % 3 = 0"));
 is($removed, 0, 'the primary deleted and vacuumed rows the old standby snapshot still sees');
 
 my %outcome;

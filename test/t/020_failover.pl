@@ -18,7 +18,9 @@
 #    index still equals its heap.
 # 4. A wait for the synchronous standbys cancelled before the remote write
 #    is an error: the transaction rolls back and nothing reaches the tree.
-# Each server has its own dmindex.instance_id.
+# Each server has its own dmindex.instance_id.  The indexes have the key
+# shape of DMINDEX_TAP_KEY (DmindexTest; text or multi: VAR trees), and every
+# condition on k is written with key_sql.
 
 use strict;
 use warnings;
@@ -73,8 +75,8 @@ sub make_table
 CREATE TABLE t (id bigserial PRIMARY KEY, k int, kb int GENERATED ALWAYS AS (k) STORED, pad text)
   WITH (autovacuum_enabled = off);
 INSERT INTO t (k, pad) SELECT (g * 7919) % 100000, 'x' FROM generate_series(1, $rows) g;
-CREATE INDEX t_k_dm ON t USING dmindex (k);
-CREATE INDEX t_kb_bt ON t (kb);
+CREATE INDEX t_k_dm ON t USING dmindex (@{[ key_columns('k') ]});
+CREATE INDEX t_kb_bt ON t (@{[ key_columns('kb') ]});
 SQL
 }
 
@@ -86,9 +88,9 @@ my %plans = (
 	seqscan => "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;",
 );
 my %queries = (
-	dmindex => "SELECT md5(string_agg(k || ':' || ctid::text, ',' ORDER BY k, ctid)), count(*) FROM t WHERE k >= -1",
-	btree   => "SELECT md5(string_agg(kb || ':' || ctid::text, ',' ORDER BY kb, ctid)), count(*) FROM t WHERE kb >= -1",
-	seqscan => "SELECT md5(string_agg(k || ':' || ctid::text, ',' ORDER BY k, ctid)), count(*) FROM t WHERE k >= -1",
+	dmindex => key_sql("SELECT md5(string_agg(k || ':' || ctid::text, ',' ORDER BY k, ctid)), count(*) FROM t WHERE [[k >= -1]]"),
+	btree   => key_sql("SELECT md5(string_agg(kb || ':' || ctid::text, ',' ORDER BY kb, ctid)), count(*) FROM t WHERE [[kb >= -1]]"),
+	seqscan => key_sql("SELECT md5(string_agg(k || ':' || ctid::text, ',' ORDER BY k, ctid)), count(*) FROM t WHERE [[k >= -1]]"),
 );
 
 sub plan_uses
@@ -113,22 +115,22 @@ sub check_heap_equals_index
 	is($r{dmindex}, $r{seqscan}, "$what: every key's rows through dmindex = seqscan");
 	is($r{btree}, $r{seqscan}, "$what: btree = seqscan");
 	# point and range queries through dmindex, each against the heap
-	my $bad = sql($node, 'postgres', <<'SQL');
+	my $bad = sql($node, 'postgres', key_sql(<<'SQL'));
 SET enable_seqscan = off; SET enable_bitmapscan = off;
 SELECT count(*) FROM generate_series(0, 100000, 997) q
-WHERE (SELECT count(*) FROM t WHERE k = q) <> (SELECT count(*) FROM t WHERE kb + 0 = q)
-   OR (SELECT count(*) FROM t WHERE k BETWEEN q AND q + 500) <> (SELECT count(*) FROM t WHERE kb + 0 BETWEEN q AND q + 500);
+WHERE (SELECT count(*) FROM t WHERE [[k = q]]) <> (SELECT count(*) FROM t WHERE kb + 0 = q)
+   OR (SELECT count(*) FROM t WHERE [[k BETWEEN q AND q + 500]]) <> (SELECT count(*) FROM t WHERE kb + 0 BETWEEN q AND q + 500);
 SQL
 	is($bad, '0', "$what: point and range lookups through dmindex agree with the heap");
 	like(dmindex_check($node, 'postgres', 't_k_dm', 1), qr/\|t$/, "$what: dmindex_check(t_k_dm, true) passes");
 }
 
-my $write_sql = <<'SQL';
+my $write_sql = key_sql(<<'SQL');
 \set k random(0, 99999)
 BEGIN;
 INSERT INTO t (k, pad) VALUES (:k, 'p'), (:k + 1, 'p');
-UPDATE t SET k = k + 3 WHERE k = :k + 50;
-DELETE FROM t WHERE k = :k + 100;
+UPDATE t SET k = k + 3 WHERE [[k = :k + 50]];
+DELETE FROM t WHERE [[k = :k + 100]];
 END;
 SQL
 
@@ -184,7 +186,7 @@ sub promote
 
 	# new writes and VACUUM on the new primary: nothing may fail
 	run_pgbench_with_vacuum($s, 't',
-		{ 'write.sql' => $write_sql, 'read.sql' => "\\set k random(0, 99999)\nSELECT count(*) FROM t WHERE k BETWEEN :k AND :k + 100;\n" },
+		{ 'write.sql' => $write_sql, 'read.sql' => "\\set k random(0, 99999)\n" . key_sql("SELECT count(*) FROM t WHERE [[k BETWEEN :k AND :k + 100]];\n") },
 		{ 'write.sql' => 10, 'read.sql' => 3 },
 		duration => 4, pause => '300 ms', strict => 1);
 	check_heap_equals_index($s, 'sync, new primary after its own writes');
@@ -209,7 +211,7 @@ sub promote
 
 	promote($s);
 	my ($state, $errmsg) = query_sqlstate($s, 'postgres',
-		'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM t WHERE k >= 0');
+		key_sql('SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM t WHERE [[k >= 0]]'));
 	is($state, 'XX002', 'the promoted server refuses the index (XX002)');
 	like($errmsg, qr/index "t_k_dm" cannot be used after failover/, '... "cannot be used after failover"');
 	like($errmsg, qr/HINT:\s+REINDEX INDEX public\.t_k_dm/, '... with a REINDEX hint');
@@ -247,7 +249,7 @@ sub promote
 	is($state, '55000', 'a write on the old primary fails (55000)');
 	like($errmsg, qr/index "t_k_dm" is now written by another server/, '... "now written by another server"');
 	($state) = query_sqlstate($p, 'postgres',
-		'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM t WHERE k >= 0');
+		key_sql('SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM t WHERE [[k >= 0]]'));
 	is($state, '55000', 'a read through the index on the old primary fails too');
 	$bg->query("INSERT INTO t (k, pad) SELECT g, 'zombie' FROM generate_series(1, 200) g");
 	like($bg->{stderr}, qr/now written by another server/, 'the old primary\'s open session is refused too');
@@ -282,7 +284,7 @@ sub promote
 		'the cancel is an error: nothing written, the transaction rolled back');
 	$waiter->quit;
 	$s->safe_psql('postgres', "ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf();");
-	is($s->safe_psql('postgres', "SELECT count(*) FROM t WHERE k = 777777"), '0', 'the row is not there');
+	is($s->safe_psql('postgres', key_sql("SELECT count(*) FROM t WHERE [[k = 777777]]")), '0', 'the row is not there');
 	is($s->safe_psql('postgres', 'SELECT count(*) FROM t'), $before, 'the table is unchanged');
 	check_heap_equals_index($s, 'after a cancelled wait');
 	$s->stop;
