@@ -158,26 +158,12 @@ split_point(const dm_item *merged, int m, int level, int cap)
 
 /* The end j of the items from items[i] on that the node in buf covers: at most cap, so one split suffices. */
 static int
-covered_end(const void *buf, const dm_item *items, int i, int n, int cap, uint32_t budget)
+covered_end(const void *buf, const dm_item *items, int i, int n, int cap)
 {
 	int			j = i;
-	uint32_t	bytes = 0;
 
 	while (j < n && j - i < cap && dm_node_covers(buf, items[j].sep))
-	{
-		/*
-		 * A VAR node splits in two only (split_write): the node's own bytes
-		 * and the new items' must fit two nodes.  budget (0 = none) is what
-		 * one step may add: the first item always goes.
-		 */
-		if (budget > 0)
-		{
-			bytes += dm_var_slot(NODE_HDR(buf)->level) + items[j].sep.sfx_len;
-			if (bytes > budget && j > i)
-				break;
-		}
 		j++;
-	}
 	return j;
 }
 
@@ -521,8 +507,7 @@ level_apply(dm_tree *t, int level, const dm_item *items, int n, int del, int *ch
 		if ((rc = lock_covering(t, level, items[i].sep, &wl, buf)) != DM_OK)
 			goto out;
 		addr = wl.addr;
-		j = covered_end(buf, items, i, n, limit,
-						t->key_var && !del ? (t->node_size - DM_VAR_HEADER) / 2 : 0);
+		j = covered_end(buf, items, i, n, limit);
 
 		if (del)
 		{

@@ -135,7 +135,7 @@ dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, const void *rbuf)
 static int
 a_takes_b_fence(const dm_tree *t, const uint8_t *abuf, const uint8_t *bbuf)
 {
-	uint8_t		copy[DM_NODE_MAX];
+	uint64_t	copy[DM_NODE_MAX / 8];	/* words: node images are read and written as such */
 
 	if (!(NODE_HDR(abuf)->flags & DM_NODE_VAR))
 		return 1;
