@@ -70,6 +70,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/test/common.sh"
 ROWS=${ROWS:-10000000}
 DURATION=${DURATION:-20}
+# REPEATS > 1: each script's cells run that many times in turn on the btree and
+# dmindex tables (order reversed every other time, so neither side always runs
+# first), and a ratio is the median of the per-turn ratios, each from cells a
+# few seconds apart: on a shared machine whose speed drifts over minutes
+REPEATS=${REPEATS:-1}
 CLIENTS=${CLIENTS:-2}
 CACHES=${CACHES:-off 10}
 WARMUP=${WARMUP:-10}
@@ -134,6 +139,7 @@ CMD="ROWS=$ROWS DURATION=$DURATION CLIENTS=$CLIENTS CACHES='$CACHES' WARMUP=$WAR
 [ -z "$OFFLOAD" ] || CMD="$CMD OFFLOAD=$OFFLOAD"
 [ "$LEAF_FORMATS" = sorted ] || CMD="$CMD LEAF_FORMATS='$LEAF_FORMATS'"
 [ "$KEY_TYPES" = int8 ] || CMD="$CMD KEY_TYPES='$KEY_TYPES'"
+[ "$REPEATS" = 1 ] || CMD="$CMD REPEATS=$REPEATS"
 CMD="$CMD bash bench/run-sql-bench.sh"
 case " $PHASES " in *" limit "*) [ -n "$MEMLIMIT" ] || { echo "PHASES has limit: set MEMLIMIT" >&2; exit 2; } ;; esac
 
@@ -345,10 +351,15 @@ for transport in $BENCH_TRANSPORTS; do
             RES[load_$G]=$(cut -d' ' -f1 /proc/loadavg)
             for key in $KEY_TYPES; do
                 for script in $BENCH_SCRIPTS; do
-                    for tbl in $(bt_table "$key") $(dm_tables "$key"); do
-                        r=$(run_cell "$transport" "$key" "$script" "$tbl")
-                        RES[${script}_${tbl}_$G]=$r
-                        echo "   $phase memory, cache $cache: $script $tbl: $r (tps, ms)"
+                    tbls="$(bt_table "$key") $(dm_tables "$key")"
+                    for ((turn = 1; turn <= REPEATS; turn++)); do
+                        order=$tbls
+                        [ $((turn % 2)) = 1 ] || order=$(printf '%s\n' $tbls | tac | tr '\n' ' ')
+                        for tbl in $order; do
+                            r=$(run_cell "$transport" "$key" "$script" "$tbl")
+                            RES[${script}_${tbl}_$G]="${RES[${script}_${tbl}_$G]:-}${RES[${script}_${tbl}_$G]:+;}$r"
+                            echo "   $phase memory, cache $cache: $script $tbl: $r (tps, ms)"
+                        done
                     done
                 done
             done
@@ -373,12 +384,15 @@ for tbl in $DM_TABLES; do
     stats="$stats${stats:+; }$(psql_ -At -c "SELECT format('$tbl, %s leaves: height %s, %s leaves, %s entries, fill %s, %s MB remote', leaf_format, height, leaf_nodes, entries, round(leaf_fill::numeric, 2), remote_bytes / 1048576) FROM dmindex_stats('${tbl}_k')")"
 done
 
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# RES cell -> "tps latency" of each turn, one a line
+turns() { tr ';' '\n' <<<"$1"; }
 phase_label() { if [ "$1" = limit ]; then echo "limit $MEMLIMIT"; else echo all; fi; }
 cache_label() { if [ "$1" = off ]; then echo off; else echo "$1%"; fi; }
 CSV=${OUT%.md}.csv
 PNG=${OUT%.md}.png
 {
-    echo "test,transport,memory,cache,leaf,key,btree_tps,dmindex_tps,tps_ratio,btree_ms,dmindex_ms,latency_ratio"
+    echo "test,transport,memory,cache,leaf,key,btree_tps,dmindex_tps,tps_ratio,btree_ms,dmindex_ms,latency_ratio,tps_ratios"
     for transport in $BENCH_TRANSPORTS; do
         for phase in $PHASES; do
             for key in $KEY_TYPES; do
@@ -386,10 +400,18 @@ PNG=${OUT%.md}.png
                     for cache in $CACHES; do
                         for f in $(key_leaf_formats "$key"); do
                             G=${transport}_${phase}_$cache
-                            read -r tb lb <<<"${RES[${script}_$(bt_table "$key")_$G]}"
-                            read -r td ld <<<"${RES[${script}_$(dm_table "$f" "$key")_$G]}"
-                            printf '%s,%s,%s,%s,%s,%s,%.0f,%.0f,%.2f,%.3f,%.3f,%.2f\n' "$script" "$transport" "$(phase_label "$phase")" \
-                                "$(cache_label "$cache")" "$f" "$key" "$tb" "$td" "$(echo "$td / $tb" | bc -l)" "$lb" "$ld" "$(echo "$ld / $lb" | bc -l)"
+                            # per turn: btree and dmindex tps and latency, their ratios
+                            mapfile -t bt_turns < <(turns "${RES[${script}_$(bt_table "$key")_$G]}")
+                            mapfile -t dm_turns < <(turns "${RES[${script}_$(dm_table "$f" "$key")_$G]}")
+                            tbs=(); lbs=(); tds=(); lds=(); trs=(); lrs=()
+                            for i in "${!bt_turns[@]}"; do
+                                read -r tb lb <<<"${bt_turns[$i]}"; read -r td ld <<<"${dm_turns[$i]}"
+                                tbs+=("$tb"); lbs+=("$lb"); tds+=("$td"); lds+=("$ld")
+                                trs+=("$(printf '%.2f' "$(echo "$td / $tb" | bc -l)")"); lrs+=("$(echo "$ld / $lb" | bc -l)")
+                            done
+                            printf '%s,%s,%s,%s,%s,%s,%.0f,%.0f,%.2f,%.3f,%.3f,%.2f,%s\n' "$script" "$transport" "$(phase_label "$phase")" \
+                                "$(cache_label "$cache")" "$f" "$key" "$(median "${tbs[@]}")" "$(median "${tds[@]}")" "$(median "${trs[@]}")" \
+                                "$(median "${lbs[@]}")" "$(median "${lds[@]}")" "$(median "${lrs[@]}")" "${trs[*]}"
                         done
                     done
                 done
@@ -413,9 +435,14 @@ bash "$ROOT/bench/plot-bars.sh" "$WORK/chart.csv" "$PNG" \
     echo
     echo "Data: [$(basename "$CSV")]($(basename "$CSV")); chart of the tps ratios: [$(basename "$PNG")]($(basename "$PNG"))."
     echo
-    echo "| test | transport | memory | cache | leaves | key | btree tps | dmindex tps | tps ratio dm/bt | btree ms | dmindex ms | latency ratio dm/bt |"
-    echo "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"
-    awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' "$CSV"
+    if [ "$REPEATS" -gt 1 ]; then
+        echo "Each cell ran $REPEATS times in turn on both tables; tps and ms are medians over the turns, a ratio is"
+        echo "the median of the per-turn ratios (each turn's tps ratio in the last column)."
+        echo
+    fi
+    echo "| test | transport | memory | cache | leaves | key | btree tps | dmindex tps | tps ratio dm/bt | btree ms | dmindex ms | latency ratio dm/bt | tps ratio per turn |"
+    echo "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"
+    awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$CSV"
     echo
     echo "| transport | memory | cache | server settings | node cache over the measured cells | offloading over the measured cells | memory used at the end of the cells | 1-min load start → end |"
     echo "|---|---|---|---|---|---|---|---|"
