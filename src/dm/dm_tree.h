@@ -403,13 +403,14 @@ typedef struct dm_tree_stats
 	uint64_t	nodes[16];		/* by level */
 	uint64_t	entries;		/* leaf entries */
 	uint64_t	inner_entries;
-	double		leaf_fill;		/* entries / (leaves * leaf capacity) */
+	double		leaf_fill;		/* FIXED8: entries / (leaves * leaf capacity); VAR: leaf bytes past the headers / their room */
 	uint64_t	remote_bytes;	/* nodes * node size */
 	uint64_t	nodes_by_memnode[DM_TREE_MAX_MEMNODES];	/* by position in the tree's memnode list */
 	uint64_t	free_nodes;		/* in the reuse list (not counted above) */
 	uint64_t	half_dead;		/* dead leaves still in the sibling chain (unfinished unlinks) */
 	uint64_t	hop_overflow_homes;	/* hopscotch leaves: home buckets flagged as overflowed */
 	uint64_t	used_bytes;		/* bytes of the nodes that carry data (dm_node_used_bytes) */
+	uint64_t	leaf_used_bytes;	/* the same, of the leaves */
 	uint64_t	sep_sfx_bytes;	/* suffix bytes of inner nodes' separators (VAR trees) */
 	/*
 	 * Sorted leaves: boundaries between two non-empty neighbours whose fence

@@ -314,6 +314,8 @@ run_walk(walk *w)
 					w->st->nodes_by_memnode[mi]++;
 					w->st->used_bytes += dm_node_used_bytes(buf);
 					if (level == 0)
+						w->st->leaf_used_bytes += dm_node_used_bytes(buf);
+					if (level == 0)
 						w->st->entries += h->count;
 					else
 						w->st->inner_entries += h->count;
@@ -530,7 +532,17 @@ dm_tree_stats_get(dm_tree *t, dm_tree_stats *st)
 	for (int l = 0; l < 16; l++)
 		nodes += st->nodes[l];
 	st->remote_bytes = nodes * t->node_size;
-	st->leaf_fill = st->nodes[0] ? (double) st->entries / ((double) st->nodes[0] * t->leaf_cap) : 0;
+	/*
+	 * A VAR leaf holds as many entries as their bytes allow, not leaf_cap
+	 * (the count of 8-byte keys): its fill is the bytes it uses past the
+	 * header over the bytes it has there (fence suffixes count as used).
+	 */
+	if (t->key_var)
+		st->leaf_fill = st->nodes[0] ?
+			(double) (st->leaf_used_bytes - st->nodes[0] * DM_VAR_HEADER) /
+			((double) st->nodes[0] * (t->node_size - DM_VAR_HEADER)) : 0;
+	else
+		st->leaf_fill = st->nodes[0] ? (double) st->entries / ((double) st->nodes[0] * t->leaf_cap) : 0;
 	return DM_OK;
 }
 
