@@ -58,6 +58,16 @@ static pthread_mutex_t tok_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t running_tok[SLOTS_MAX];	/* tokens of the offloads running (0 = free) */
 static uint64_t cancelled[CANCELLED_MAX];	/* ring of drained tokens */
 static uint32_t cancelled_next;
+
+/*
+ * An index of the ring by token, because every offload asks it: a scan of
+ * the 4,096 words took ~80% of this file's time in a profile of YCSB c
+ * offloaded over tcp (~6% of the memnode's samples).  Chains of ring
+ * positions (+1; 0 ends a chain) hanging from CANCEL_BUCKETS heads.
+ */
+#define CANCEL_BUCKETS 1024
+static uint16_t cancel_head[CANCEL_BUCKETS];
+static uint16_t cancel_chain[CANCELLED_MAX];
 static uint64_t n_offloads;		/* atomic counters */
 static uint64_t n_busy;
 static uint64_t n_fallbacks;
@@ -119,13 +129,42 @@ mn_offload_init(int nslots, mn_frame_exec exec)
 	}
 }
 
+static uint32_t
+cancel_bucket(uint64_t token)
+{
+	return (uint32_t) ((token * UINT64_C(0x9E3779B97F4A7C15)) >> 54) % CANCEL_BUCKETS;
+}
+
+/* Under tok_lock, as the two below. */
 static int
 is_cancelled(uint64_t token)
 {
-	for (int i = 0; i < CANCELLED_MAX; i++)
-		if (cancelled[i] == token)
+	for (uint32_t p = cancel_head[cancel_bucket(token)]; p != 0; p = cancel_chain[p - 1])
+		if (cancelled[p - 1] == token)
 			return 1;
 	return 0;
+}
+
+/* Put token (not on the list) on it, in place of the oldest when full. */
+static void
+cancel_add(uint64_t token)
+{
+	uint32_t	pos = cancelled_next;
+
+	if (cancelled[pos] != 0)
+	{
+		/* unchain the oldest token, which this one replaces */
+		uint16_t   *link = &cancel_head[cancel_bucket(cancelled[pos])];
+
+		while (*link != 0 && *link != pos + 1)
+			link = &cancel_chain[*link - 1];
+		if (*link != 0)
+			*link = cancel_chain[pos];
+	}
+	cancelled[pos] = token;
+	cancel_chain[pos] = cancel_head[cancel_bucket(token)];
+	cancel_head[cancel_bucket(token)] = (uint16_t) (pos + 1);
+	cancelled_next = (pos + 1) % CANCELLED_MAX;
 }
 
 /*
@@ -185,10 +224,7 @@ drain(const uint8_t *args, uint8_t *rep, uint32_t *replen)
 		if (req.tokens[k] == 0)
 			continue;
 		if (!is_cancelled(req.tokens[k]))
-		{
-			cancelled[cancelled_next] = req.tokens[k];
-			cancelled_next = (cancelled_next + 1) % CANCELLED_MAX;
-		}
+			cancel_add(req.tokens[k]);
 		for (int i = 0; i < slots; i++)
 			if (running_tok[i] == req.tokens[k])
 				dr.running++;

@@ -16,17 +16,28 @@
  *
  * Whether (DM_OFFLOAD_AUTO, DEX §6.1).  Offload when the moving average of
  * an offload's latency l_p, inflated by the memnode's queue (offloads in
- * flight per executor slot, from every reply), beats (L+1) x (l_o + l_s) x
- * c: l_o the moving average of one remote node read (one-sided operations
- * timed per round trip; only one in 16 while an RPC loses by far), l_s a local node search (0.3 us) and c = 1.2 the
- * cache's own costs.  With probability 1/128 the contrary choice is taken,
- * so both estimates stay fresh when the workload changes (1/1024 when an
- * offload loses by more than 2x even from the root, as over shm: there the
- * cache walk for a start node is skipped too).  A memnode whose
- * executor was busy more than 85% of the time since its last load report
- * (DM_RPC_OFF_LOAD, read at most every 100 ms) is not sent more: DEX's
- * Figure 5, where offloading everything saturates the memory side.
- *
+ * flight per executor slot, from every reply) and times c = 1.2, beats
+ * (L+1+x) x (l_o + l_s): l_o the moving average of one remote node read
+ * (one-sided operations timed per round trip; only one in 16 while an RPC
+ * loses by far), l_s a local node search (0.3 us), and x the round trips
+ * the operation pays one-sided beyond its descent -- 2 for a write (the
+ * leaf's lock, then the write with the unlock), the further leaves of a
+ * scan asking for n entries (n / (3/4 of a leaf)), 0 for a lookup.  DEX
+ * puts c on the one-sided side, as the cache's own costs; here it is on
+ * the RPC's, because of what the two paths leave behind and take from the
+ * host.  A miss at the leaf of a lookup is the tie the two differ on: one
+ * read against one RPC of about the same latency (8 and 9.5 us over tcp),
+ * and with c on the one-sided side every such miss went to the executor.
+ * Measured in one run (YCSB c, uniform, 8% cache, tcp, 2 clients): the
+ * one-sided path did 224k lookups/s, offloading them 168k: the read admits
+ * the leaf (DEX's coin toss) and the executor's work, on a memnode whose
+ * CPUs are the clients' (a co-located memnode, or an RPC's extra copy and
+ * checks on any), costs more throughput than its latency shows.  With c
+ * on the RPC and x counted, a lookup's leaf miss stays one-sided, a miss
+ * above the leaf (two reads or more) or a scan over two leaves or a write
+ * (three round trips) goes to the executor, which is where each path won
+ * in bench/results/offload-cells-2026-11-27.md.  With probability 1/128 the
+ * contrary choice is taken,
  * Coherence (DEX §6.2).  While the offload runs, N is registered in the
  * cache as being fetched (the I/O flag, dm_cache_admit_begin): another
  * process of this instance that reaches N reads it remotely instead of
@@ -302,6 +313,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 				rc,
 				pos = -1,
 				explore = 0,
+				extra,
 				far;
 	uint16_t	mn;
 	uint32_t	f = DM_FRAME_NONE,
@@ -316,7 +328,8 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	if (o->mode == DM_OFFLOAD_OFF || o->local || t->replica || t->key_var ||
 		(write && (t->writer_refused || !dm_tree_owns_entry(t, lo))))
 		return DM_ERR_FALLBACK;
-	if (!dm_offload_could_win(o, &far))
+	extra = dm_offload_extra_rounds(code, max, t->leaf_cap);
+	if (!dm_offload_could_win(o, extra, &far))
 	{
 		if (!dm_offload_explore_now(o, far) ||
 			(far && now_ns() - o->far_explored_ns < EXPLORE_FAR_INTERVAL_NS))
@@ -335,7 +348,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] == mn)
 			pos = i;
-	if (pos < 0 || over_ucx(t, mn) || !dm_offload_decide(t, level, mn, explore))
+	if (pos < 0 || over_ucx(t, mn) || !dm_offload_decide(t, level, extra, mn, explore))
 		return DM_ERR_FALLBACK;
 	memset(&req, 0, sizeof(req));
 	/*

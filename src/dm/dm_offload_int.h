@@ -13,8 +13,21 @@
 #include "dm_tree_int.h"
 
 #define LOCAL_SEARCH_NS 300		/* l_s */
-#define COST_C_NUM 6			/* c = 6/5 */
+#define COST_C_NUM 6			/* c = 6/5, on the RPC's side (dm_offload.c says why) */
 #define COST_C_DEN 5
+/*
+ * Round trips a one-sided write pays beyond reading its leaf: taking the
+ * leaf's lock and writing the leaf with the unlock (YCSB a over tcp,
+ * offloading off: 2.07 round trips per operation at 1.07 node reads, half
+ * the operations writes; bench/results/offload-cells-2026-11-27.md).
+ */
+#define WRITE_EXTRA_ROUNDS 2
+/*
+ * A scan's further leaves: entries per leaf counted as 3/4 of a leaf's
+ * capacity (bulk loads fill 90%, splits leave halves).
+ */
+#define SCAN_LEAF_FILL_NUM 3
+#define SCAN_LEAF_FILL_DEN 4
 #define EXPLORE_MASK 127		/* contrary choice with probability 1/128 (DEX: ~1%) */
 #define EXPLORE_RARE_MASK 1023	/* ... 1/1024 when it loses by more than 2x everywhere */
 /*
@@ -130,10 +143,23 @@ estimates_warm(const struct dm_offload *o)
 extern mn_load *dm_offload_load_of(dm_tree *t, uint16_t memnode);
 /* The contrary choice now?  rare: with probability 1/1024 instead of 1/128. */
 extern int	dm_offload_explore_now(struct dm_offload *o, int rare);
-/* auto: whether an offload could beat the one-sided path from any level (*far: by far not). */
-extern int	dm_offload_could_win(const struct dm_offload *o, int *far);
+/*
+ * auto: whether an offload could beat the one-sided path from any level
+ * (*far: by far not), for an operation that pays `extra` round trips
+ * beyond its descent one-sided (dm_offload_extra_rounds).
+ */
+extern int	dm_offload_could_win(const struct dm_offload *o, int extra, int *far);
+/* Those extra round trips of an operation (DM_RPC_OFF_*) asking for max entries, leaves of leaf_cap. */
+extern int	dm_offload_extra_rounds(uint32_t code, uint32_t max, int leaf_cap);
+/*
+ * The model (DEX §6.1 with the changes dm_offload.c describes): 1 when an
+ * offload from a miss at level (>= 0) beats the one-sided path, given the
+ * estimates and the memnode's queue (offloads in flight per slot).
+ */
+extern int	dm_offload_model(const struct dm_offload *o, int level, int extra, uint32_t inflight,
+							 uint32_t slots);
 /* Offload from a miss at level (-1 unknown) on memnode?  explore: the contrary choice was drawn. */
-extern int	dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore);
+extern int	dm_offload_decide(dm_tree *t, int level, int extra, uint16_t memnode, int explore);
 /* The one-sided path's sample for l_o, taken around an operation (not always: see there). */
 typedef struct dm_offload_sample
 {

@@ -59,11 +59,39 @@ dm_offload_explore_now(struct dm_offload *o, int rare)
 	return (o->rng & (rare ? EXPLORE_RARE_MASK : EXPLORE_MASK)) == 0;
 }
 
-/* (L+1) x (l_o + l_s) x c: the one-sided path from a miss at level L. */
+/*
+ * (L + 1 + extra) x (l_o + l_s): the one-sided path from a miss at level
+ * L, for an operation paying extra round trips beyond its descent.
+ */
 static uint64_t
-local_cost(const struct dm_offload *o, int level)
+local_cost(const struct dm_offload *o, int level, int extra)
 {
-	return (uint64_t) (level + 1) * (o->read_ns + LOCAL_SEARCH_NS) * COST_C_NUM / COST_C_DEN;
+	return (uint64_t) (level + 1 + extra) * (o->read_ns + LOCAL_SEARCH_NS);
+}
+
+/* l_p x c, inflated by the memnode's queue (offloads in flight per executor slot). */
+static uint64_t
+rpc_cost(const struct dm_offload *o, uint32_t inflight, uint32_t slots)
+{
+	uint64_t	ns = o->rpc_ns + (slots ? o->rpc_ns * inflight / slots : 0);
+
+	return ns * COST_C_NUM / COST_C_DEN;
+}
+
+int
+dm_offload_extra_rounds(uint32_t code, uint32_t max, int leaf_cap)
+{
+	uint32_t	per_leaf = (uint32_t) (leaf_cap > 0 ? leaf_cap : 1) * SCAN_LEAF_FILL_NUM / SCAN_LEAF_FILL_DEN;
+
+	if (code == DM_RPC_OFF_INSERT || code == DM_RPC_OFF_DELETE)
+		return WRITE_EXTRA_ROUNDS;
+	if (code == DM_RPC_OFF_SCAN && max > 1)
+	{
+		uint32_t	more = (max - 1) / (per_leaf ? per_leaf : 1);
+
+		return more < DM_TREE_MAX_LEVELS * 4 ? (int) more : DM_TREE_MAX_LEVELS * 4;
+	}
+	return 0;					/* a lookup: its key's leaf, as the descent */
 }
 
 /*
@@ -74,16 +102,24 @@ local_cost(const struct dm_offload *o, int level)
  * cache on every operation.  Only exploration walks then.
  */
 int
-dm_offload_could_win(const struct dm_offload *o, int *far)
+dm_offload_could_win(const struct dm_offload *o, int extra, int *far)
 {
-	uint64_t	most;
+	uint64_t	most,
+				rpc;
 
 	*far = 0;
 	if (o->mode != DM_OFFLOAD_AUTO || !estimates_warm(o))
 		return 1;
-	most = local_cost(o, o->root_level >= 0 ? o->root_level : 2);
-	*far = o->rpc_ns > 2 * most;
-	return o->rpc_ns < most;
+	most = local_cost(o, o->root_level >= 0 ? o->root_level : 2, extra);
+	rpc = rpc_cost(o, 0, 0);
+	*far = rpc > 2 * most;
+	return rpc < most;
+}
+
+int
+dm_offload_model(const struct dm_offload *o, int level, int extra, uint32_t inflight, uint32_t slots)
+{
+	return rpc_cost(o, inflight, slots) < local_cost(o, level, extra);
 }
 
 /*
@@ -91,13 +127,11 @@ dm_offload_could_win(const struct dm_offload *o, int *far)
  * explore: the caller already drew the contrary choice (could_win said no).
  */
 int
-dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore)
+dm_offload_decide(dm_tree *t, int level, int extra, uint16_t memnode, int explore)
 {
 	struct dm_offload *o = t->off;
 	mn_load    *l = dm_offload_load_of(t, memnode);
 	int			offload;
-	uint64_t	local_ns,
-				off_ns;
 
 	if (l == NULL)
 		return 0;
@@ -124,9 +158,7 @@ dm_offload_decide(dm_tree *t, int level, uint16_t memnode, int explore)
 		{
 			if (level < 0)
 				level = o->root_level >= 0 ? o->root_level : 2;	/* not known yet: a guess */
-			local_ns = local_cost(o, level);
-			off_ns = o->rpc_ns + (l->slots ? o->rpc_ns * l->inflight / l->slots : 0);
-			offload = off_ns < local_ns;
+			offload = dm_offload_model(o, level, extra, l->inflight, l->slots);
 		}
 		if (dm_offload_explore_now(o, 0))
 		{
@@ -159,7 +191,7 @@ dm_offload_sample_begin(dm_tree *t, dm_offload_sample *s)
 	s->on = 0;
 	if (o == NULL)
 		return;
-	if (!dm_offload_could_win(o, &far) && far && (++o->sample_skip % SAMPLE_FAR_EVERY) != 0)
+	if (!dm_offload_could_win(o, 0, &far) && far && (++o->sample_skip % SAMPLE_FAR_EVERY) != 0)
 		return;
 	s->on = 1;
 	s->t0 = now_ns();

@@ -1423,6 +1423,86 @@ out:
 	free(mem);
 }
 
+/*
+ * The memnode's list of drained tokens keeps the last CANCELLED_MAX
+ * (4096; memnode/offload.c) and is looked up through an index on every
+ * offload: after 4096 + 300 drained tokens, each of the last 4096 still
+ * stops its request, each of the 300 oldest (pushed out of the ring, so
+ * out of the index's chains) no longer does.
+ */
+static void
+run_cancel_ring(void)
+{
+	enum
+	{
+		OLD = 300, KEPT = 4096, N = OLD + KEPT
+	};
+	dm_client  *c = connect_to(&mn, DM_BACKEND_TCP, NULL);
+	dm_tree    *t = c ? new_tree(c, "cancel-ring", 256) : NULL;
+	uint64_t   *tok = calloc(N, sizeof(uint64_t));
+	dm_rpc_off_req req;
+	uint8_t		rep[sizeof(dm_rpc_off_rep) + 16 * sizeof(dm_entry_wire)];
+	int			refused_kept = 0,
+				ran_old = 0,
+				other = 0;
+
+	if (!CHECK(t && tok && dm_tree_insert(t, dm_entry_make(77, 7), NULL) == DM_OK, "cancel ring: a tree"))
+		goto out;
+	memset(&req, 0, sizeof(req));
+	req.tree_id = dm_tree_id(t);
+	req.node_size = 256;
+	req.level = UINT32_MAX;
+	req.lo.key = 77;
+	req.hi.key = 77;
+	req.hi.tid = DM_TID_MAX;
+	req.flags = DM_OFF_LO_INCL | DM_OFF_HI_INCL;
+	req.max = 16;
+	{
+		dm_tree_info info;
+		dm_tree_name tn;
+
+		dm_tree_name_named(&tn, "cancel-ring");
+		if (dm_tree_open(c, 1, &tn, &info) == DM_OK)
+			dm_read(c, info.root_addr, &req.start, 8);
+	}
+	for (int i = 0; i < N; i++)
+		tok[i] = (xorshift64s(&rng) | 1) ^ ((uint64_t) i << 1);
+	for (int i = 0; i < N; i += DM_OFF_DRAIN_MAX)
+	{
+		dm_rpc_off_drain_req dr;
+		dm_rpc_off_drain_rep drep;
+
+		memset(&dr, 0, sizeof(dr));
+		dr.n = (uint32_t) (N - i < DM_OFF_DRAIN_MAX ? N - i : DM_OFF_DRAIN_MAX);
+		memcpy(dr.tokens, tok + i, dr.n * sizeof(uint64_t));
+		if (dm_client_rpc(c, 1, DM_RPC_OFF_DRAIN, &dr, sizeof(dr), &drep, sizeof(drep), sizeof(drep), NULL) != DM_OK ||
+			drep.running != 0)
+			other++;
+	}
+	for (int i = 0; i < N; i++)
+	{
+		int			rc;
+
+		req.token = tok[i];
+		rc = dm_client_rpc(c, 1, DM_RPC_OFF_LOOKUP, &req, sizeof(req), rep, sizeof(dm_rpc_off_rep), sizeof(rep), NULL);
+		if (i >= OLD && rc == DM_ERR_FALLBACK)
+			refused_kept++;
+		else if (i < OLD && rc == DM_OK && ((dm_rpc_off_rep *) rep)->count == 1)
+			ran_old++;
+		else
+			other++;
+	}
+	CHECK(refused_kept == KEPT && ran_old == OLD && other == 0,
+		  "cancel ring: the last %d drained tokens stop their requests (%d), the %d oldest do not (%d ran), "
+		  "%d other answers", KEPT, refused_kept, OLD, ran_old, other);
+out:
+	free(tok);
+	if (t)
+		dm_tree_destroy(t);
+	if (c)
+		dm_client_destroy(c);
+}
+
 int
 main(void)
 {
@@ -1456,6 +1536,7 @@ main(void)
 		run_wlog(backends[i], names[i]);
 		run_var(backends[i], names[i]);
 	}
+	run_cancel_ring();
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	run_declined();
 	run_isolation();
