@@ -52,7 +52,7 @@ UCX_VARIANTS="test_rpc test_transport_sizes test_failure test_robust test_offloa
 UCX_VARIANTS_ALL="test_atomic test_fence test_tree_model test_tree_faults"
 [ "${DM_TEST_UCX_ALL:-}" = 1 ] && UCX_VARIANTS="$UCX_VARIANTS $UCX_VARIANTS_ALL"
 OFFLOAD_VARIANTS="test_tree_concurrency"
-HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults"
+HOP_VARIANTS="test_tree_model test_tree_concurrency test_tree_scale test_tree_cache test_tree_redo test_tree_replica test_offload test_tree_faults test_offload_walk"
 [ "${DM_TEST_HOP_ALL:-}" = 1 ] && HOP_VARIANTS="$HOP_VARIANTS test_tree_reclaim"
 # the tree tests parameterised with VAR keys (docs/design.md §9, issue 16 step 2):
 # beyond test_tree_concurrency they add ~157 s (test_tree_model and test_tree_cache partly FIXED8 only, test_tree_scale at 10%)

@@ -679,6 +679,8 @@ typedef struct dm_tree_counters
 								 * the leaf's version and checksum unchanged */
 	uint64_t	hop_spec_stale;	/* speculative reads rejected (the leaf was written, freed or
 								 * reused since): answered the ordinary way */
+	uint64_t	hinted_descents;	/* one-sided descents started where the offload policy's
+									 * cache walk missed, not at the root (dm_offload.c) */
 } dm_tree_counters;
 extern void dm_tree_get_counters(const dm_tree *t, dm_tree_counters *out);
 

@@ -211,6 +211,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 		dm_gaddr	addr = t->root;
 		int			fresh = 0;
 		int			top = 1;
+		int			hinted = 0;
 		uint32_t	frame = DM_FRAME_NONE;
 		/* the cached parent we came through, if it may be stale (shared) */
 		dm_gaddr	stale_suspect = 0;
@@ -238,12 +239,36 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 			addr = t->exec_start;
 			top = 0;
 		}
+		else if (restarts == 0 && t->desc_hint != 0 && no_read != DM_DESCEND_WRITER && t->desc_hint_level >= level &&
+				 dm_entry_cmp(e, t->desc_hint_e) == 0)
+		{
+			/*
+			 * Where the offload policy's walk through the cache missed (a
+			 * child of a cached owned node that covered e): read as that
+			 * child would be in a descent from the root, moving right past
+			 * splits; a stale one (reused, merged) starts over from the
+			 * root like any stale node.
+			 */
+			addr = t->desc_hint;
+			top = 0;
+			hinted = 1;
+		}
 		else if (addr == 0)
 		{
 			if ((rc = dm_tree_read_root(t, &addr)) != DM_OK)
 				return rc;
 			fresh = 1;
 		}
+		if (hinted)
+		{
+			dm_fetch_ctx hctx = {t->desc_hint_pframe, t->desc_hint_slot, DM_FRAME_NONE, 0};
+
+			t->desc_hint = 0;
+			t->ctr.hinted_descents++;
+			if ((rc = dm_node_fetch(t, addr, t->desc_hint_level, hctx, buf, &frame)) != DM_OK)
+				return rc;
+		}
+		else
 		{
 			dm_fetch_ctx rctx = {DM_FRAME_NONE, -1, t->root_frame, 0};
 

@@ -125,6 +125,20 @@ struct dm_tree
 	dm_gaddr	exec_hw_word;	/* the tree's high-water word (on exec_memnode), 0 if not sent */
 	int			exec_nchanged;	/* nodes written so far (at most DM_OFF_MAX_CHANGED kept) */
 	dm_gaddr	exec_changed[DM_OFF_MAX_CHANGED];
+	/*
+	 * Where a one-sided descent for desc_hint_e may start instead of the
+	 * root (0: nowhere): the node at which the offload policy's cache walk
+	 * missed (dm_offload.c find_start), when it chose the one-sided path.
+	 * That walk went through the cached levels above; the descent starts
+	 * where it stopped instead of walking them again.  Its level (-1
+	 * unknown) and the cached parent's frame and child slot it was reached
+	 * by.  Used once, by the next descent for that same entry.
+	 */
+	dm_gaddr	desc_hint;
+	dm_entry	desc_hint_e;
+	int			desc_hint_level;
+	uint32_t	desc_hint_pframe;
+	int			desc_hint_slot;
 	/* offloading on the client side (dm_offload.c); NULL = off */
 	struct dm_offload *off;
 	const struct dm_offload_hooks *off_hooks;	/* set with off (below) */
