@@ -180,7 +180,8 @@ dm_tree_offload_counters(const dm_tree *t, dm_offload_counters *out)
  * cached to the leaf, N is being fetched, or N's range is not owned).
  */
 static int
-find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level, uint32_t *pframe, int *pslot)
+find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level, uint32_t *pframe, int *pslot,
+		   dm_gaddr *cached_leaf)
 {
 	dm_cache   *c = t->cache;
 	uint8_t    *buf;
@@ -192,6 +193,7 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level, uint32_t *pframe
 	/* the root covers every key: owned only if this instance owns them all */
 	int			root_owned = dm_tree_owns_all(t);
 
+	*cached_leaf = 0;
 	if (t->root == 0 && (rc = dm_tree_read_root(t, &addr)) != DM_OK)
 		return rc;
 	addr = t->root;
@@ -230,8 +232,16 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level, uint32_t *pframe
 			break;
 		}
 		if (dm_cache_copy(c, f, t->ctag, addr, buf, t->node_size, NULL, NULL) != DM_CACHE_COPIED ||
-			h->level == 0 || !dm_node_covers(buf, e) || (h->flags & DM_NODE_DEAD))
+			!dm_node_covers(buf, e) || (h->flags & DM_NODE_DEAD))
 			break;
+		if (h->level == 0)
+		{
+			/* cached to the leaf: nothing to offload, but the one-sided path may start here */
+			*cached_leaf = addr;
+			*pframe = pf;
+			*pslot = ps;
+			break;
+		}
 		if (depth == 0)
 		{
 			t->off->root_level = h->level;
@@ -310,6 +320,20 @@ next_token(struct dm_offload *o)
 }
 
 
+/*
+ * Where the next reader descent for e starts (dm_tree_descend_impl): node
+ * addr of that level, reached from child slot of the cached parent frame.
+ */
+static void
+set_hint(dm_tree *t, dm_gaddr addr, dm_entry e, int level, uint32_t pframe, int slot)
+{
+	t->desc_hint = addr;
+	t->desc_hint_e = e;
+	t->desc_hint_level = level;
+	t->desc_hint_pframe = pframe;
+	t->desc_hint_slot = slot;
+}
+
 static int
 offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, int hi_incl,
 			uint32_t max, dm_rpc_off_rep *rep, dm_entry *ents)
@@ -322,9 +346,10 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 				pos = -1,
 				explore = 0,
 				extra,
-				pslot,
+				pslot = -1,
 				far;
-	uint32_t	pframe;
+	uint32_t	pframe = DM_FRAME_NONE;
+	dm_gaddr	leaf = 0;
 	uint16_t	mn;
 	uint32_t	f = DM_FRAME_NONE,
 				existing,
@@ -352,8 +377,13 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		if (far)
 			o->far_explored_ns = now_ns();
 	}
-	if ((rc = find_start(t, lo, &start, &level, &pframe, &pslot)) != DM_OK)
+	if ((rc = find_start(t, lo, &start, &level, &pframe, &pslot, &leaf)) != DM_OK)
+	{
+		/* the walk reached lo's leaf in the cache: a reader's descent starts there */
+		if (rc == DM_ERR_FALLBACK && leaf != 0 && !write)
+			set_hint(t, leaf, lo, 0, pframe, pslot);
 		return rc;
+	}
 	mn = dm_gaddr_node(start);
 	for (int i = 0; i < t->nmemnodes; i++)
 		if (t->memnodes[i] == mn)
@@ -367,13 +397,7 @@ offload_rpc(dm_tree *t, uint32_t code, dm_entry lo, int lo_incl, dm_entry hi, in
 		 * cached levels cost ~15% of throughput (YCSB c over tcp, 8%).
 		 */
 		if (!write && t->cache != NULL)
-		{
-			t->desc_hint = start;
-			t->desc_hint_e = lo;
-			t->desc_hint_level = level;
-			t->desc_hint_pframe = pframe;
-			t->desc_hint_slot = pslot;
-		}
+			set_hint(t, start, lo, level, pframe, pslot);
 		return DM_ERR_FALLBACK;
 	}
 	memset(&req, 0, sizeof(req));
