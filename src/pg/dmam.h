@@ -195,6 +195,11 @@ extern Datum dmindex_decode(Relation index, uint64 key);
 extern int	dmindex_keys_to_ranges(Relation index, ScanKey keys, int nkeys, dm_range **out);
 /* No entry lies in r (its bounds cross, or meet with one of them exclusive). */
 extern bool dmindex_range_empty(const dm_range *r);
+/*
+ * The non-NULL elements of an "= ANY(array)" key's array (dmscankey.c),
+ * palloc'd; *n how many (NULLs match nothing), *elemtype their type.
+ */
+extern Datum *dmindex_array_elements(ScanKey key, Oid *elemtype, int *n);
 
 /* ---- the remote tree of an index (dmmeta.c) ---------------------------------- */
 

@@ -98,6 +98,28 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+Datum *
+dmindex_array_elements(ScanKey key, Oid *elemtype, int *n)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(key->sk_argument);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+
+	*elemtype = ARR_ELEMTYPE(arr);
+	get_typlenbyvalalign(*elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, *elemtype, typlen, typbyval, typalign, &elems, &nulls, &nelems);
+	*n = 0;
+	for (int i = 0; i < nelems; i++)
+		if (!nulls[i])
+			elems[(*n)++] = elems[i];
+	pfree(nulls);
+	return elems;
+}
+
 /*
  * The encoded non-NULL elements of an array key, sorted and distinct;
  * *n = how many.
@@ -105,30 +127,19 @@ cmp_u64(const void *a, const void *b)
 static uint64 *
 array_keys(Relation index, ScanKey key, int *n)
 {
-	ArrayType  *arr = DatumGetArrayTypeP(key->sk_argument);
-	Oid			elemtype = ARR_ELEMTYPE(arr);
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			nelems,
-				m = 0;
-	uint64	   *keys;
+	Oid			elemtype;
+	int			m;
+	Datum	   *elems = dmindex_array_elements(key, &elemtype, &m);
+	uint64	   *keys = palloc(sizeof(uint64) * Max(m, 1));
 
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &nelems);
-	keys = palloc(sizeof(uint64) * Max(nelems, 1));
-	for (int i = 0; i < nelems; i++)
-		if (!nulls[i])
-			keys[m++] = dmindex_encode(index, elemtype, elems[i]);
+	for (int i = 0; i < m; i++)
+		keys[i] = dmindex_encode(index, elemtype, elems[i]);
 	qsort(keys, m, sizeof(uint64), cmp_u64);
 	*n = 0;
 	for (int i = 0; i < m; i++)
 		if (*n == 0 || keys[i] != keys[*n - 1])
 			keys[(*n)++] = keys[i];
 	pfree(elems);
-	pfree(nulls);
 	return keys;
 }
 

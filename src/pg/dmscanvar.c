@@ -240,23 +240,13 @@ intersect_points(ColCond *c, Bytes *b, int nb)
 static Bytes *
 array_points(const DmKeyInfo *info, int col, ScanKey key, int *n)
 {
-	ArrayType  *arr = DatumGetArrayTypeP(key->sk_argument);
-	Oid			elemtype = ARR_ELEMTYPE(arr);
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			nelems,
-				m = 0;
-	Bytes	   *pts;
+	Oid			elemtype;
+	int			m;
+	Datum	   *elems = dmindex_array_elements(key, &elemtype, &m);
+	Bytes	   *pts = palloc(sizeof(Bytes) * Max(m, 1));
 
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &nelems);
-	pts = palloc(sizeof(Bytes) * Max(nelems, 1));
-	for (int i = 0; i < nelems; i++)
-		if (!nulls[i])
-			pts[m++] = column_bytes(info, col, elemtype, elems[i], false);
+	for (int i = 0; i < m; i++)
+		pts[i] = column_bytes(info, col, elemtype, elems[i], false);
 	qsort(pts, m, sizeof(Bytes), bytes_qcmp);
 	*n = 0;
 	for (int i = 0; i < m; i++)
