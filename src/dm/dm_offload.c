@@ -149,6 +149,7 @@ dm_tree_get_offload(const dm_tree *t)
 static void
 hook_release(struct dm_offload *o)
 {
+	free(o->walk_buf);
 	free(o);
 }
 
@@ -208,8 +209,16 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level, uint32_t *pframe
 		*pslot = -1;
 		return DM_OK;
 	}
-	if ((buf = aligned_alloc(8, t->node_size)) == NULL)
-		return DM_ERR_NOMEM;
+	/* the handle's own buffer: this walk runs on every operation of auto over tcp */
+	if (t->off->walk_buf == NULL || t->off->walk_len != t->node_size)
+	{
+		free(t->off->walk_buf);
+		t->off->walk_len = 0;
+		if ((t->off->walk_buf = aligned_alloc(8, t->node_size)) == NULL)
+			return DM_ERR_NOMEM;
+		t->off->walk_len = t->node_size;
+	}
+	buf = t->off->walk_buf;
 	rc = DM_ERR_FALLBACK;
 	for (int depth = 0; depth < DM_TREE_MAX_LEVELS; depth++)
 	{
@@ -256,7 +265,6 @@ find_start(dm_tree *t, dm_entry e, dm_gaddr *start, int *level, uint32_t *pframe
 		pf = f;
 		ps = i;
 	}
-	free(buf);
 	return rc;
 }
 

@@ -69,6 +69,9 @@ struct dm_offload
 	uint64_t	read_ns;		/* l_o */
 	uint32_t	rpc_samples;	/* samples of each so far (counted up to WARM_SAMPLES) */
 	uint32_t	read_samples;
+	uint8_t    *walk_buf;		/* find_start's copy of a cached node (walk_len bytes) */
+	uint32_t	walk_len;
+	uint32_t	load_skip;		/* decisions since the clock was last read for a load report */
 	int			root_level;		/* level of the node at root_addr; -1 unknown */
 	dm_gaddr	root_addr;
 	mn_load		load[DM_TREE_MAX_MEMNODES];

@@ -22,13 +22,23 @@ dm_offload_load_of(dm_tree *t, uint16_t memnode)
 	return NULL;
 }
 
-/* The memnode's executor load, asked for at most every LOAD_INTERVAL_NS. */
+/*
+ * The memnode's executor load, asked for at most every LOAD_INTERVAL_NS;
+ * the clock read for that only every LOAD_CHECK_EVERY decisions (a
+ * decision is made on every operation of auto over tcp, and each clock
+ * read is ~25 ns of it).
+ */
+#define LOAD_CHECK_EVERY 16
+
 static void
 refresh_load(dm_tree *t, mn_load *l)
 {
-	uint64_t	now = now_ns();
+	uint64_t	now;
 	dm_rpc_off_load_rep rep;
 
+	if (l->uptime_ns != 0 && (++t->off->load_skip % LOAD_CHECK_EVERY) != 0)
+		return;
+	now = now_ns();
 	if (now - l->last_ns < LOAD_INTERVAL_NS)
 		return;
 	l->last_ns = now;
@@ -179,8 +189,12 @@ dm_offload_decide(dm_tree *t, int level, int extra, uint16_t memnode, int explor
  * shm an operation is ~1-2 us of loads, and these cost ~0.1-0.2 us) only
  * one operation in SAMPLE_FAR_EVERY is timed: the estimate then only has
  * to notice a change of regime, which a sample every few operations does.
+ * Elsewhere, once warm, one in SAMPLE_EVERY: the moving average spans ~16
+ * samples, so it still follows within ~64 one-sided operations, and the
+ * operations not timed skip two clock reads.
  */
 #define SAMPLE_FAR_EVERY 16
+#define SAMPLE_EVERY 4
 
 void
 dm_offload_sample_begin(dm_tree *t, dm_offload_sample *s)
@@ -191,7 +205,12 @@ dm_offload_sample_begin(dm_tree *t, dm_offload_sample *s)
 	s->on = 0;
 	if (o == NULL)
 		return;
-	if (!dm_offload_could_win(o, 0, &far) && far && (++o->sample_skip % SAMPLE_FAR_EVERY) != 0)
+	if (!dm_offload_could_win(o, 0, &far) && far)
+	{
+		if ((++o->sample_skip % SAMPLE_FAR_EVERY) != 0)
+			return;
+	}
+	else if (estimates_warm(o) && (++o->sample_skip % SAMPLE_EVERY) != 0)
 		return;
 	s->on = 1;
 	s->t0 = now_ns();
