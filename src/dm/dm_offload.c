@@ -556,7 +556,7 @@ dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 	rc = dm_tree_lookup(t, key, tids, max, n);
 	dm_offload_sample_end(t, &smp);
 	t->off->local = 0;
-	t->desc_hint = 0;			/* used by its descent, or not usable (hopscotch leaves) */
+	t->desc_hint = 0;			/* used by its descent, or none came (a hopscotch hit, a hot key) */
 	return rc;
 }
 

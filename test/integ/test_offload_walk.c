@@ -252,6 +252,9 @@ run(int backend, const char *bname)
 			 " restarts; decided %" PRIu64 " local, %" PRIu64 " offload; %" PRIu64 " offloads, %" PRIu64 " fell back",
 			 bname, lookups, scans, tc.hinted_descents, tc.restarts, oc.decided_local, oc.decided_offload, oc.offloads,
 			 oc.fallbacks);
+	if (opts.leaf_format == DM_LEAF_HOPSCOTCH)
+		tap_diag("%s: hopscotch lookups: %" PRIu64 " by a neighbourhood read, %" PRIu64 " from a whole leaf, %"
+				 PRIu64 " node reads", bname, tc.hop_reads, tc.hop_whole, tc.node_reads);
 	CHECK(bad == 0 && lookups > 100 && scans > 100,
 		  "%s: every lookup and scan right while the writers ran (%" PRIu64 " wrong of %" PRIu64 ")", bname, bad,
 		  lookups + scans);
