@@ -37,7 +37,14 @@
  * above the leaf (two reads or more) or a scan over two leaves or a write
  * (three round trips) goes to the executor, which is where each path won
  * in bench/results/offload-cells-2026-11-27.md.  With probability 1/128 the
- * contrary choice is taken,
+ * contrary choice is taken, so both estimates stay fresh when the workload
+ * changes (1/1024 when an offload loses by more than 2x even from the root,
+ * as over shm: there the cache walk for a start node is skipped too).  A
+ * memnode whose executor was busy more than 85% of the time since its last
+ * load report (DM_RPC_OFF_LOAD, read at most every 100 ms) is not sent
+ * more: DEX's Figure 5, where offloading everything saturates the memory
+ * side.
+ *
  * Coherence (DEX §6.2).  While the offload runs, N is registered in the
  * cache as being fetched (the I/O flag, dm_cache_admit_begin): another
  * process of this instance that reaches N reads it remotely instead of
@@ -564,7 +571,7 @@ dm_offload_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n)
 	rc = dm_tree_lookup(t, key, tids, max, n);
 	dm_offload_sample_end(t, &smp);
 	t->off->local = 0;
-	t->desc_hint = 0;			/* used by its descent, or not usable (hopscotch leaves) */
+	t->desc_hint = 0;			/* used by its descent, or none came (a hopscotch hit, a hot key) */
 	return rc;
 }
 

@@ -265,6 +265,21 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 
 			t->desc_hint = 0;
 			t->ctr.hinted_descents++;
+			/*
+			 * A reader that wants only the address of the node at `level`
+			 * (a hopscotch lookup, which then reads one neighbourhood of
+			 * the leaf, or the leaf from the cache) gets it as a descent
+			 * from the parent would give it: unread.  Reading it here read
+			 * every leaf it missed whole.  The reader validates what it
+			 * reads there (level, fences, DEAD) as after any descent.
+			 */
+			if (no_read && t->desc_hint_level == level && hctx.slot >= 0)
+			{
+				*out_addr = addr;
+				if (out_ctx)
+					*out_ctx = hctx;
+				return DM_OK;
+			}
 			if ((rc = dm_node_fetch(t, addr, t->desc_hint_level, hctx, buf, &frame)) != DM_OK)
 				return rc;
 		}

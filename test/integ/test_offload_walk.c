@@ -129,6 +129,51 @@ pin(dm_tree *t)
 		o->rpc_samples = WARM_SAMPLES;
 }
 
+/*
+ * A hint that names the wrong leaf (one far left or far right of the
+ * entry, as a stale hint whose address was reused would): the descent must
+ * still end at the entry's leaf (moving right, or over again from the
+ * root).  The entries are the stable ones, so each must be found.
+ */
+static int
+wrong_hints(dm_tree *t, const char *bname)
+{
+	uint8_t    *buf = aligned_alloc(8, 256);
+	dm_tree_counters before,
+				after;
+	int			bad = 0,
+				n = 0;
+
+	dm_tree_get_counters(t, &before);
+	for (uint64_t k = 600; buf && k < STABLE - 600; k += 37)
+		for (int side = -1; side <= 1; side += 2)
+		{
+			dm_entry	e = dm_entry_make(8 * k, 1);
+			dm_gaddr	other;
+			int			found = 0;
+
+			if (dm_tree_descend(t, dm_entry_make(8 * (k + (uint64_t) (side * 500)), 1), 0, &other, buf) != DM_OK)
+			{
+				bad++;
+				continue;
+			}
+			t->desc_hint = other;
+			t->desc_hint_e = e;
+			t->desc_hint_level = 0;
+			t->desc_hint_pframe = DM_FRAME_NONE;
+			t->desc_hint_slot = -1;
+			if (dm_tree_contains(t, e, &found) != DM_OK || !found)
+				bad++;
+			n++;
+		}
+	t->desc_hint = 0;
+	dm_tree_get_counters(t, &after);
+	free(buf);
+	return CHECK(buf != NULL && bad == 0 && n > 20 && after.hinted_descents - before.hinted_descents == (uint64_t) n,
+				 "%s: descents from a wrong leaf (left or right of the entry) find each stable entry (%d of %d wrong)",
+				 bname, bad, n);
+}
+
 static void
 run(int backend, const char *bname)
 {
@@ -252,12 +297,16 @@ run(int backend, const char *bname)
 			 " restarts; decided %" PRIu64 " local, %" PRIu64 " offload; %" PRIu64 " offloads, %" PRIu64 " fell back",
 			 bname, lookups, scans, tc.hinted_descents, tc.restarts, oc.decided_local, oc.decided_offload, oc.offloads,
 			 oc.fallbacks);
+	if (opts.leaf_format == DM_LEAF_HOPSCOTCH)
+		tap_diag("%s: hopscotch lookups: %" PRIu64 " by a neighbourhood read, %" PRIu64 " from a whole leaf, %"
+				 PRIu64 " node reads", bname, tc.hop_reads, tc.hop_whole, tc.node_reads);
 	CHECK(bad == 0 && lookups > 100 && scans > 100,
 		  "%s: every lookup and scan right while the writers ran (%" PRIu64 " wrong of %" PRIu64 ")", bname, bad,
 		  lookups + scans);
 	CHECK(tc.hinted_descents > 20 && oc.decided_local > 20 && oc.offloads > 0,
 		  "%s: one-sided descents started at the walk's miss (%" PRIu64 "), both paths taken (%" PRIu64
 		  " local, %" PRIu64 " offloaded)", bname, tc.hinted_descents, oc.decided_local, oc.offloads);
+	wrong_hints(t, bname);
 	msg[0] = '\0';
 	ok = dm_tree_verify(t, &entries, msg, sizeof(msg)) == DM_OK;
 	CHECK(ok && entries >= STABLE, "%s: the tree verifies (%" PRIu64 " entries) %s", bname, entries, msg);
