@@ -374,14 +374,17 @@ main(int argc, char **argv)
 	/* ---- notes ---- */
 	{
 		char		mn[128],
-					hot[96] = "";
+					hot[224] = "";
 
 		if (leaf_format == DM_LEAF_HOPSCOTCH)
 		{
 			int			hk = hotspot_entries >= 0 ? hotspot_entries : DM_TREE_HOTSPOT_DEFAULT;
+			int			hc = hotspot_entries >= 0 ? hotspot_entries : DM_CACHE_HOTSPOT_DEFAULT;
 
-			snprintf(hot, sizeof(hot), ", a hotspot buffer of %d keys (%d KiB) per client", hk,
-					 (int) ((size_t) hk * 48 / 1024));
+			/* with a cache the buffer is the cache's, shared by the clients (dm_tree_hot.c) */
+			snprintf(hot, sizeof(hot), ", a hotspot buffer of %d keys (%d KiB) per client without a cache, "
+					 "of %d keys (%d KiB) in the cache shared by the clients with one", hk,
+					 (int) ((size_t) hk * 64 / 1024), hc, (int) ((size_t) hc * 64 / 1024));
 		}
 
 		if (started_memnode)

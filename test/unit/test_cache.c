@@ -274,7 +274,7 @@ wait_children(const pid_t *pids, int n, int timeout_s)
 static size_t
 size_for(uint32_t frame_size, uint32_t nframes)
 {
-	dm_cache_config cfg = {frame_size, nframes, DM_CACHE_DEX, 100, 10};
+	dm_cache_config cfg = {frame_size, nframes, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE};
 
 	return dm_cache_shmem_size(&cfg);
 }
