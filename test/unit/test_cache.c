@@ -371,8 +371,9 @@ test_config(void)
 			{{1024, 64, (dm_cache_policy) 3, 100, 10}, "policy beyond DEX"},
 			{{1024, 64, DM_CACHE_DEX, 1001, 10}, "leaf admission above 1000 permille"},
 			{{1024, 64, DM_CACHE_DEX, 100, 51}, "cooling map above 50%"},
+			{{1024, 64, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_MAX + 1}, "hotspot buffer above its maximum"},
 		};
-		dm_cache_config good = {1024, 64, DM_CACHE_DEX, 100, 10};
+		dm_cache_config good = {1024, 64, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE};
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 			CHECK(dm_cache_init(mem, len, &bad[i].cfg) == NULL && dm_cache_shmem_size(&bad[i].cfg) == 0,
