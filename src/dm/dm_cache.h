@@ -32,6 +32,10 @@
  *    its children — then evicts the oldest candidate of a random bucket.
  *    Touching a COOLING node makes it HOT again (second chance).
  *
+ *  - the instance's hotspot buffer (dm_cache_hotspot): the table of keys
+ *    whose hopscotch lookups speculate (dm_tree_hot.c), kept here so that
+ *    every process of the instance shares it; its slots are dm_hot.c's.
+ *
  * Write-through: the cache never holds data remote memory does not have, so
  * an evicted frame needs no write-back, and a crash loses nothing.
  */
