@@ -34,11 +34,13 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 	uint32_t	cp = cfg->cooling_percent ? cfg->cooling_percent : 10;
 	uint32_t	hot = cfg->hotspot_entries == 0 ? DM_CACHE_HOTSPOT_DEFAULT :
 		cfg->hotspot_entries == DM_CACHE_HOTSPOT_NONE ? 0 : cfg->hotspot_entries;
+	uint32_t	hop_admit = cfg->hop_admit_permille == 0 ? DM_CACHE_HOP_ADMIT_DEFAULT :
+		cfg->hop_admit_permille == DM_CACHE_HOP_ADMIT_NEVER ? 0 : cfg->hop_admit_permille;
 
 	if (cfg->frame_size < DM_NODE_MIN || cfg->frame_size > DM_NODE_MAX ||
 		(cfg->frame_size & (cfg->frame_size - 1)) != 0 || cfg->nframes < 16 ||
 		cfg->nframes > DM_CACHE_MAX_FRAMES || cfg->policy > DM_CACHE_DEX ||
-		cfg->leaf_admit_permille > 1000 || cp > 50 || hot > DM_CACHE_HOTSPOT_MAX)
+		cfg->leaf_admit_permille > 1000 || cp > 50 || hot > DM_CACHE_HOTSPOT_MAX || hop_admit > 1000)
 		return -1;
 	while (nmap < cfg->nframes * 2u)	/* at most 2^31: no overflow */
 		nmap <<= 1;
@@ -47,6 +49,7 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 	c->nframes = cfg->nframes;
 	c->policy = cfg->policy;
 	c->leaf_admit_permille = cfg->leaf_admit_permille;
+	c->hop_admit_permille = hop_admit;
 	c->nmap = nmap;
 	c->ncool = (uint32_t) ((uint64_t) cfg->nframes * cp / 100 / COOL_SLOTS);
 	if (c->ncool == 0)
@@ -186,6 +189,17 @@ dm_cache_should_admit(dm_cache *c, int level)
 	if (level > 0)
 		return 1;
 	if (rnd() % 1000 < c->leaf_admit_permille)
+		return 1;
+	COUNT(c, admit_skipped, 1);
+	return 0;
+}
+
+int
+dm_cache_should_admit_lookup(dm_cache *c)
+{
+	if (!dm_cache_caches_level(c, 0))
+		return 0;
+	if (rnd() % 1000 < c->hop_admit_permille)
 		return 1;
 	COUNT(c, admit_skipped, 1);
 	return 0;

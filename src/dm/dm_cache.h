@@ -74,7 +74,19 @@ typedef struct dm_cache_config
 	 * DM_CACHE_HOTSPOT_MAX.  64 bytes each, on top of the frames.
 	 */
 	uint32_t	hotspot_entries;
+	/*
+	 * DEX: chance (0..1000) that a leaf a hopscotch point lookup missed is
+	 * admitted (dm_cache_should_admit_lookup); 0 = DM_CACHE_HOP_ADMIT_DEFAULT,
+	 * DM_CACHE_HOP_ADMIT_NEVER = never.  Such a lookup reads one
+	 * neighbourhood (216 B at 1 KiB, H = 8), so admitting reads the whole
+	 * leaf for the cache alone, where a sorted leaf's miss reads it anyway
+	 * (leaf_admit_permille): docs/design.md §5.1 measures the two rates.
+	 */
+	uint32_t	hop_admit_permille;
 } dm_cache_config;
+
+#define DM_CACHE_HOP_ADMIT_DEFAULT	10
+#define DM_CACHE_HOP_ADMIT_NEVER	UINT32_MAX
 
 #define DM_CACHE_HOTSPOT_DEFAULT	32768
 #define DM_CACHE_HOTSPOT_NONE		UINT32_MAX
@@ -111,6 +123,8 @@ extern uint32_t dm_cache_frame_size(const dm_cache *c);
 extern uint32_t dm_cache_nframes(const dm_cache *c);
 /* Whether the policy admits a node of this level (leaves: by coin toss for DEX). */
 extern int	dm_cache_should_admit(dm_cache *c, int level);
+/* The same for a leaf a hopscotch point lookup missed (hop_admit_permille). */
+extern int	dm_cache_should_admit_lookup(dm_cache *c);
 /* Whether the policy caches nodes of this level at all (writes go through frames then). */
 extern int	dm_cache_caches_level(const dm_cache *c, int level);
 
