@@ -42,6 +42,7 @@ PG_FUNCTION_INFO_V1(dmindex_cache_stats_reset);
 int			dmindex_cache_size_kb = 64 * 1024;
 int			dmindex_cache_policy = DM_CACHE_DEX;
 double		dmindex_cache_leaf_admission = 0.1;
+double		dmindex_cache_hop_admission = DM_CACHE_HOP_ADMIT_DEFAULT / 1000.0;
 int			dmindex_cache_frame_size = 1024;
 int			dmindex_hotspot_entries = DM_CACHE_HOTSPOT_DEFAULT;
 int			dmindex_instance_id = 0;
@@ -86,6 +87,11 @@ wanted_config(dm_cache_config *cfg)
 	cfg->policy = (dm_cache_policy) dmindex_cache_policy;
 	cfg->leaf_admit_permille = (uint32) rint(dmindex_cache_leaf_admission * 1000);
 	cfg->cooling_percent = 10;
+	{
+		uint32		ha = (uint32) rint(dmindex_cache_hop_admission * 1000);
+
+		cfg->hop_admit_permille = ha == 0 ? DM_CACHE_HOP_ADMIT_NEVER : ha;
+	}
 	/* the instance's hotspot buffer lives in the cache's memory, on top of dmindex.cache_size */
 	cfg->hotspot_entries = dmindex_hotspot_entries == 0 ? DM_CACHE_HOTSPOT_NONE : (uint32) dmindex_hotspot_entries;
 	return true;
@@ -159,6 +165,19 @@ dmindex_cache_init(void)
 							 "Inner nodes are always admitted; leaves written are always admitted.",
 							 &dmindex_cache_leaf_admission,
 							 0.1,
+							 0.0,
+							 1.0,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("dmindex.cache_hop_admission",
+							 "Probability that a leaf a point lookup in a hopscotch-leaf index missed is admitted "
+							 "to the node cache.",
+							 "Such a lookup reads only the key's neighbourhood, so admitting reads the whole leaf "
+							 "for the cache alone; other leaf reads follow dmindex.cache_leaf_admission.",
+							 &dmindex_cache_hop_admission,
+							 DM_CACHE_HOP_ADMIT_DEFAULT / 1000.0,
 							 0.0,
 							 1.0,
 							 PGC_POSTMASTER,
