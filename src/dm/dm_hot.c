@@ -11,7 +11,10 @@
  * therefore one writer's whole tuple: the sequence word read before the
  * copy (acquire) is even and the one read after it (behind an acquire
  * fence) equal, so no writer held the slot in between.  What a torn tuple
- * could claim, and why that matters, is in dm_hot.h.
+ * could claim, and why that matters, is in dm_hot.h.  A writer killed
+ * half way leaves its slot odd: that way is lost (a miss for ever, never a
+ * wrong answer) until the cache is made again, as PostgreSQL does when it
+ * reinitialises shared memory after a backend's crash.
  *
  * Replacement is frequency-based (CHIME §4.3 uses LFU): a hit counts up to
  * DM_HOT_FREQ_MAX; a key that wants a way in a full set ages the set's
