@@ -16,6 +16,14 @@
  *           version and tid, which A's unchanged leaf would confirm, so a
  *           reader believing it would return A's tid for B.  Every lookup
  *           must return B's tid (the seqlock makes the slot a miss).
+ *   change  what a pin answers once another handle changed the key, for a
+ *           cache that speculates before the descent (inner nodes only)
+ *           and one that speculates at the descent's leaf (DEX, no leaf
+ *           admitted): each lookup in a new process (a backend) whose
+ *           instance's buffer holds the key pinned by the previous one.
+ *           VACUUM's delete of the pinned tid, an insert of a first tid, a
+ *           second tid (duplicates), and the tree dropped and made again
+ *           under its name with other tids: every answer the truth.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -41,6 +49,7 @@ typedef struct shared
 {
 	int			n;
 	uint64_t	tid;
+	uint64_t	tid2;			/* the second tid, when n >= 2 */
 	uint64_t	hits;
 	uint64_t	nbhd;
 	uint64_t	bytes;
@@ -119,6 +128,7 @@ look(dm_client *c, dm_tree *t, uint64_t key)
 	dm_client_counters(c, 1, &c1);
 	dm_tree_get_counters(t, &t1);
 	sh->tid = tids[0];
+	sh->tid2 = tids[1];
 	sh->hits = t1.hop_spec_hits - t0.hop_spec_hits;
 	sh->nbhd = t1.hop_reads - t0.hop_reads;
 	sh->bytes = c1.bytes_read - c0.bytes_read;
@@ -314,6 +324,88 @@ out:
 		dm_client_destroy(c);
 }
 
+/* ---- change ---------------------------------------------------------------------- */
+
+/* A pinned key (two lookups in other processes, the second a hit) answered by a child after each change. */
+static void
+pin_child(const char *name, dm_cache *cache, uint64_t key, const char *what)
+{
+	look_child(name, cache, key);
+	look_child(name, cache, key);
+	CHECK(sh->rc == DM_OK && sh->hits == 1, "change: %s: the key is pinned in the instance's buffer (%" PRIu64
+		  " hits)", what, sh->hits);
+}
+
+static void
+run_change_one(dm_client *c, dm_cache *cache, const char *cname)
+{
+	const char *name = "hot-change";
+	int			n = 2000 * g_scale / 100 + 100;
+	dm_tree    *t = make_tree(c, name, n);
+	uint64_t	k = KEY(500);
+
+	if (t == NULL)
+		return;
+	pin_child(name, cache, k, cname);
+	CHECK(sh->n == 1 && sh->tid == TID(500), "change %s: pinned answer is the key's tid", cname);
+	/* VACUUM removes the pinned tid: the heap may reuse it, the index must not return it */
+	CHECK_STATUS(dm_tree_delete(t, dm_entry_make(k, TID(500)), NULL), DM_OK, "change %s: delete", cname);
+	look_child(name, cache, k);
+	CHECK(sh->rc == DM_OK && sh->n == 0 && sh->hits == 0,
+		  "change %s: after the pinned tid's delete, another process finds none (n %d, tid %" PRIu64 ", hits %" PRIu64
+		  ")", cname, sh->n, sh->tid, sh->hits);
+	pin_child(name, cache, k, cname);
+	CHECK(sh->n == 0, "change %s: the pinned answer is 'none'", cname);
+	CHECK_STATUS(dm_tree_insert(t, dm_entry_make(k, 4242), NULL), DM_OK, "change %s: insert", cname);
+	look_child(name, cache, k);
+	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == 4242,
+		  "change %s: after an insert of the key pinned as absent, its tid (n %d, tid %" PRIu64 ")", cname, sh->n,
+		  sh->tid);
+	pin_child(name, cache, k, cname);
+	CHECK_STATUS(dm_tree_insert(t, dm_entry_make(k, 4243), NULL), DM_OK, "change %s: insert a duplicate", cname);
+	look_child(name, cache, k);
+	CHECK(sh->rc == DM_OK && sh->n == 2 && sh->tid == 4242 && sh->tid2 == 4243,
+		  "change %s: a second tid of the pinned key: both (n %d)", cname, sh->n);
+	look_child(name, cache, k);
+	CHECK(sh->rc == DM_OK && sh->n == 2 && sh->hits == 0, "change %s: two tids are never answered from the buffer",
+		  cname);
+	/* dropped and made again under its name: the old tree's pin answers nothing */
+	pin_child(name, cache, KEY(600), cname);
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "change %s: destroy", cname);
+	t = make_tree(c, name, n);
+	if (t == NULL)
+		return;
+	CHECK_STATUS(dm_tree_delete(t, dm_entry_make(KEY(600), TID(600)), NULL), DM_OK, "change %s: delete in the new tree",
+				 cname);
+	CHECK_STATUS(dm_tree_insert(t, dm_entry_make(KEY(600), 6161), NULL), DM_OK, "change %s: insert in the new tree",
+				 cname);
+	look_child(name, cache, KEY(600));
+	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == 6161,
+		  "change %s: the tree made again answers its own tid, not the dropped tree's pin (n %d, tid %" PRIu64 ")",
+		  cname, sh->n, sh->tid);
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "change %s: destroy the new tree", cname);
+}
+
+static void
+run_change(void)
+{
+	dm_client  *c = test_client_connect(DM_BACKEND_TCP, 0, 30000, "test_tree_hot", mn.addr, NULL);
+	dm_cache_config inner = {1024, 256, DM_CACHE_INNER, 0, 10, 1024, 0};
+	dm_cache_config dex = {1024, 256, DM_CACHE_DEX, 0, 10, 1024, DM_CACHE_HOP_ADMIT_NEVER};
+	size_t		li = dm_cache_shmem_size(&inner),
+				ld = dm_cache_shmem_size(&dex);
+	dm_cache   *ci = li ? dm_cache_init(test_shared_map(li), li, &inner) : NULL;
+	dm_cache   *cd = ld ? dm_cache_init(test_shared_map(ld), ld, &dex) : NULL;
+
+	if (CHECK(c && ci && cd, "change: client, two caches"))
+	{
+		run_change_one(c, ci, "inner");
+		run_change_one(c, cd, "dex");
+	}
+	if (c)
+		dm_client_destroy(c);
+}
+
 int
 main(void)
 {
@@ -326,6 +418,7 @@ main(void)
 		return tap_done();
 	run_share();
 	run_torn();
+	run_change();
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	return tap_done();
 }
