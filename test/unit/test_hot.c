@@ -21,7 +21,10 @@
  *      change leaves and the truth; a tiny table makes keys fight for
  *      ways.  Every answer is compared with the truth read under the same
  *      unchanged leaf version: a torn tuple believed (a key with another
- *      key's leaf and answer) is a wrong answer here.
+ *      key's leaf and answer) is a wrong answer here;
+ *   5. a writer killed after each word of a tuple (a backend dying during
+ *      a pin): its slot is a miss for good, never a torn tuple; the key is
+ *      pinned again whole in another way and the set's other ways serve.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -476,6 +479,65 @@ test_stress(void)
 		  "the speculation had work: hits, rejections and leaf changes all happened");
 }
 
+/* ---- 5. a writer killed half way ----------------------------------------------- */
+
+static int	die_at;
+
+static void
+die_hook(dm_hot_slot *s, int word)
+{
+	(void) s;
+	if (word == die_at)
+		_exit(0);
+}
+
+/*
+ * A process that dies while it stores a tuple (a backend killed during a
+ * pin) leaves its slot odd: for every word it may have stopped after, the
+ * slot must be a miss (neither the old tuple, now partly overwritten, nor
+ * the half-written one), the key can be pinned again in another way and
+ * is then found whole, and the stuck way costs that way only.
+ */
+static void
+test_killed_writer(void)
+{
+	for (die_at = 0; die_at <= 5; die_at++)
+	{
+		size_t		len;
+		dm_cache   *c = new_cache(4, &len);	/* one set of 4 ways */
+		dm_hot_table ht;
+		dm_hot_ent	e;
+		pid_t		pid;
+		int			st = 0,
+					ok;
+
+		if (!CHECK(c != NULL, "killed writer: a one-set buffer"))
+			return;
+		ht = table_of(c);
+		dm_hot_store(&ht, TAG, 7, LEAF_ADDR(1), 4, 99, 1, 1234);
+		if ((pid = test_fork()) == 0)
+		{
+			dm_hot_test_store_hook = die_hook;
+			dm_hot_store(&ht, TAG, 7, LEAF_ADDR(2), 6, 98, 1, 4321);
+			_exit(1);			/* the hook did not stop it */
+		}
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "killed writer: the child died after word %d", die_at);
+		CHECK(!dm_hot_find(&ht, TAG, 7, &e), "killed writer (word %d): the slot it held is a miss", die_at);
+		dm_hot_unpin(&ht, &(dm_hot_ent) {TAG, 7, LEAF_ADDR(1), 4, 99, 1234, 1, 0}, MARK);
+		dm_hot_forget(&ht, TAG, 7);
+		dm_hot_store(&ht, TAG, 7, LEAF_ADDR(3), 8, 97, 1, 555);
+		ok = dm_hot_find(&ht, TAG, 7, &e);
+		CHECK(ok && e.addr == LEAF_ADDR(3) && e.version == 8 && e.checksum == 97 && e.tid == 555 && e.way != 0,
+			  "killed writer (word %d): the key pinned again lives whole in another way", die_at);
+		for (uint64_t k = 20; k < 22; k++)
+			dm_hot_store(&ht, TAG, k, LEAF_ADDR(k), 2, k, 1, k);
+		ok = dm_hot_find(&ht, TAG, 20, &e) && e.tid == 20 && dm_hot_find(&ht, TAG, 21, &e) && e.tid == 21 &&
+			dm_hot_find(&ht, TAG, 7, &e) && e.tid == 555;
+		CHECK(ok, "killed writer (word %d): the set's three other ways still serve", die_at);
+	}
+}
+
 int
 main(void)
 {
@@ -484,5 +546,6 @@ main(void)
 	test_basic();
 	test_torn_hook();
 	test_stress();
+	test_killed_writer();
 	return tap_done();
 }
