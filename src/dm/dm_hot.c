@@ -26,6 +26,10 @@
 #include "dm_hot.h"
 
 void		(*dm_hot_test_store_hook) (dm_hot_slot *s, int word) = NULL;
+void		(*dm_hot_test_read_hook) (dm_hot_slot *s, int word) = NULL;
+
+/* Tests only (dm_hot.h): a reader stopped after each word it copied. */
+#define RHOOK(s, w) do { if (dm_hot_test_read_hook) dm_hot_test_read_hook((s), (w)); } while (0)
 
 #define LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -49,10 +53,15 @@ read_slot(dm_hot_slot *s, dm_hot_ent *e)
 		if (s1 & 1)
 			return 0;
 		e->tag = LD(&s->tag);
+		RHOOK(s, 0);
 		e->key = LD(&s->key);
+		RHOOK(s, 1);
 		e->addr = LD(&s->addr);
+		RHOOK(s, 2);
 		e->version = LD(&s->version);
+		RHOOK(s, 3);
 		e->checksum = LD(&s->checksum);
+		RHOOK(s, 4);
 		e->tid = LD(&s->tid);
 		e->ntids = LD(&s->ntids);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);

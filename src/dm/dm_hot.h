@@ -96,5 +96,12 @@ extern void dm_hot_forget(dm_hot_table *ht, uint64_t tag, uint64_t key);
  * NULL normally.  Lets a test stop a writer half way and look.
  */
 extern void (*dm_hot_test_store_hook) (dm_hot_slot *s, int word);
+/*
+ * Tests only: called by a reader after each word of a tuple it copies
+ * (word 0..4: tag, key, addr, version, checksum), before the sequence word
+ * is read again; NULL normally.  Lets a test run a whole write in the
+ * middle of a copy, which only that second sequence read can catch.
+ */
+extern void (*dm_hot_test_read_hook) (dm_hot_slot *s, int word);
 
 #endif							/* DM_HOT_H */

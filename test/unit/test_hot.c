@@ -24,7 +24,11 @@
  *      key's leaf and answer) is a wrong answer here;
  *   5. a writer killed after each word of a tuple (a backend dying during
  *      a pin): its slot is a miss for good, never a torn tuple; the key is
- *      pinned again whole in another way and the set's other ways serve.
+ *      pinned again whole in another way and the set's other ways serve;
+ *   6. a whole write run while a reader is stopped after each word of its
+ *      copy (a test hook): the copy is still one whole tuple, which only
+ *      the reader's second sequence read can ensure (the stress of 4 does
+ *      not reliably hit that window).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -538,6 +542,57 @@ test_killed_writer(void)
 	}
 }
 
+/* ---- 6. a whole write in the middle of a reader's copy ------------------------- */
+
+static dm_hot_table mid_ht;
+static int	mid_at,
+			mid_fired;
+
+/* The reader stopped after word mid_at: the key is pinned again, start to end, right now. */
+static void
+mid_hook(dm_hot_slot *s, int word)
+{
+	(void) s;
+	if (word != mid_at || mid_fired)
+		return;
+	mid_fired = 1;
+	dm_hot_store(&mid_ht, TAG, 7, LEAF_ADDR(2), 6, 98, 1, 4321);
+}
+
+/*
+ * The writer's odd sequence word is over before the reader looks again, so
+ * only the reader's second sequence read (changed) shows that the words it
+ * copied before the stop are the old tuple's and those after it the new
+ * one's: e.g. leaf 1 with the re-pin's version 6, checksum and tid, which
+ * leaf 1 at version 6 would confirm.  The copy must be one whole tuple.
+ */
+static void
+test_write_mid_read(void)
+{
+	dm_hot_ent	old = {TAG, 7, LEAF_ADDR(1), 4, 99, 1234, 1, 0},
+				new = {TAG, 7, LEAF_ADDR(2), 6, 98, 4321, 1, 0};
+
+	for (mid_at = 0; mid_at <= 4; mid_at++)
+	{
+		size_t		len;
+		dm_cache   *c = new_cache(4, &len);
+		dm_hot_ent	e;
+		int			ok;
+
+		if (!CHECK(c != NULL, "write mid-read: a one-set buffer"))
+			return;
+		mid_ht = table_of(c);
+		dm_hot_store(&mid_ht, TAG, 7, LEAF_ADDR(1), 4, 99, 1, 1234);
+		mid_fired = 0;
+		dm_hot_test_read_hook = mid_hook;
+		ok = dm_hot_find(&mid_ht, TAG, 7, &e);
+		dm_hot_test_read_hook = NULL;
+		CHECK(mid_fired && ok && (same_tuple(&e, &old) || same_tuple(&e, &new)),
+			  "a re-pin run whole while a reader copied word %d: the reader's copy is one whole tuple (leaf %" PRIx64
+			  " v%" PRIu64 " tid %" PRIu64 ")", mid_at, ok ? e.addr : 0, ok ? e.version : 0, ok ? e.tid : 0);
+	}
+}
+
 int
 main(void)
 {
@@ -547,5 +602,6 @@ main(void)
 	test_torn_hook();
 	test_stress();
 	test_killed_writer();
+	test_write_mid_read();
 	return tap_done();
 }
