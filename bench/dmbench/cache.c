@@ -149,7 +149,11 @@ load_tree_and_cache(int tr, const workload *wl, int dist, cell *ce, int policy, 
 		cfg.nframes = frames_for_pct(ce->li.have_stats ? tree_nodes(&ce->li.st) : 0, pct);
 		cfg.policy = (dm_cache_policy) policy;
 		cfg.leaf_admit_permille = leaf_admit;
+		cfg.hop_admit_permille = hop_admit < 0 ? 0 : hop_admit == 0 ? DM_CACHE_HOP_ADMIT_NEVER : (uint32_t) hop_admit;
 		cfg.cooling_percent = cooling_pct;
+		/* the instance's hotspot buffer, which every client shares (dm_tree_hot.c) */
+		cfg.hotspot_entries = hotspot_entries < 0 ? 0 : hotspot_entries == 0 ? DM_CACHE_HOTSPOT_NONE :
+			(uint32_t) hotspot_entries;
 		*len = dm_cache_shmem_size(&cfg);
 		if (*len == 0)
 			snprintf(ce->note, sizeof(ce->note), "dm_cache_shmem_size refused %u frames", cfg.nframes);

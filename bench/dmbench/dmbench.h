@@ -301,6 +301,7 @@ extern int dist_zipf;
 extern uint32_t node_size;
 extern int	leaf_format;		/* --leaf-format: DM_LEAF_SORTED or DM_LEAF_HOPSCOTCH */
 extern int	leaf_neighborhood;	/* --neighborhood (hopscotch; 0 = the tree's default) */
+extern int	hop_admit;		/* --hop-admit (per mille; < 0 = the library's default) */
 extern int	hotspot_entries;	/* --hotspot (hopscotch; < 0 = the library's default) */
 extern int fillfactor;
 extern const char *region_size;

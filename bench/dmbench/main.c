@@ -374,14 +374,17 @@ main(int argc, char **argv)
 	/* ---- notes ---- */
 	{
 		char		mn[128],
-					hot[96] = "";
+					hot[224] = "";
 
 		if (leaf_format == DM_LEAF_HOPSCOTCH)
 		{
 			int			hk = hotspot_entries >= 0 ? hotspot_entries : DM_TREE_HOTSPOT_DEFAULT;
+			int			hc = hotspot_entries >= 0 ? hotspot_entries : DM_CACHE_HOTSPOT_DEFAULT;
 
-			snprintf(hot, sizeof(hot), ", a hotspot buffer of %d keys (%d KiB) per client", hk,
-					 (int) ((size_t) hk * 48 / 1024));
+			/* with a cache the buffer is the cache's, shared by the clients (dm_tree_hot.c) */
+			snprintf(hot, sizeof(hot), ", a hotspot buffer of %d keys (%d KiB) per client without a cache, "
+					 "of %d keys (%d KiB) in the cache shared by the clients with one", hk,
+					 (int) ((size_t) hk * 64 / 1024), hc, (int) ((size_t) hc * 64 / 1024));
 		}
 
 		if (started_memnode)
@@ -501,7 +504,8 @@ main(int argc, char **argv)
 				 "then for each cache size inner and dex, each on a fresh tree and a fresh, empty cache made in the parent "
 				 "before the clients fork (MAP_SHARED | MAP_ANONYMOUS, dm_cache_init); each client calls "
 				 "dm_tree_use_cache(handle, cache, 0) — one compute instance owning every key — except for off, "
-				 "which does not call it. Leaf admission probability %.3f (--leaf-admit %u), cooling map %u%% of the "
+				 "which does not call it. Leaf admission probability %.3f (--leaf-admit %u; of a leaf a hopscotch point lookup "
+				 "missed %.3f, --hop-admit), cooling map %u%% of the "
 				 "frames. Warm-up with the cell's own workload (not measured): %.1f s, and with a cache on until the hit ratio "
 				 "of one second differs by less than %.1f percentage points from the second before, at most %.1f s "
 				 "('warm-up' gives its length, '(max)' when it never settled, and the clients' operations); then %.1f s "
@@ -514,7 +518,8 @@ main(int argc, char **argv)
 				 "- After each cache cell dm_tree_verify (one entry per row) and dm_tree_verify_cache (every cached node "
 				 "of an owned range identical to remote memory) ran on the tree ('checks').\n"
 				 "- zipf keys: %s.\n",
-				 leaf_admit / 1000.0, leaf_admit, cooling_pct ? cooling_pct : 10, warmup_s,
+				 leaf_admit / 1000.0, leaf_admit, (hop_admit >= 0 ? hop_admit : DM_CACHE_HOP_ADMIT_DEFAULT) / 1000.0,
+				 cooling_pct ? cooling_pct : 10, warmup_s,
 				 100 * warmup_stable, warmup_max_s, duration_s,
 				 zipf_over_keys ?
 				 "--zipf-items keys: Gray's zipfian (θ = 0.99) over as many ranks as keys present, FNV-hashed onto "

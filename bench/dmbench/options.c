@@ -47,8 +47,10 @@ usage(FILE *f)
 			"  --node-size N         tree node size, 256..4096 (default 1024)\n"
 			"  --leaf-format F       sorted (default) or hopscotch (docs/design.md 5.1)\n"
 			"  --neighborhood H      hopscotch leaves: the neighbourhood, 2..16 (default 8)\n"
-			"  --hotspot N           hopscotch leaves: keys each client's hotspot buffer remembers\n"
-			"                        (speculative reads, 48 B each; 0 = off; default the library's)\n"
+			"  --hotspot N           hopscotch leaves: keys the hotspot buffer remembers (speculative\n"
+			"                        reads, 64 B each; 0 = off; default the library's): with a cache\n"
+			"                        one buffer in the cache's shared memory for all clients, else\n"
+			"                        one per client\n"
 			"  --duration SEC        measured seconds per cell (default 10)\n"
 			"  --warmup SEC          warm-up per cell (default duration/10, 0.2..2 s; 3 s with --cache-policy)\n"
 			"  --warmup-max SEC      with a cache, warm up past --warmup until the hit ratio of a second moves\n"
@@ -66,6 +68,8 @@ usage(FILE *f)
 			"                        fresh tree; off = without dm_tree_use_cache; default workloads c,b,a,i,e\n"
 			"  --cache-pct LIST      cache sizes, %% of the tree's nodes after the load (default 1,8,100)\n"
 			"  --leaf-admit PERMILLE dex: chance that a leaf read is admitted, 0..1000 (default 100 = DEX's 0.1)\n"
+			"  --hop-admit PERMILLE  dex: the same for a leaf a hopscotch point lookup missed (it read only a\n"
+			"                        neighbourhood), 0..1000 (default the library's)\n"
 			"  --cooling-pct P       cooling map capacity, %% of the frames, 1..50 (default 10, as DEX)\n"
 			"  --zipf-items ycsb|keys  zipf ranks over 10^10 items (YCSB, default) or over the keys (DEX's bench)\n"
 			"  --oracle              also report the best hit ratio any cache of that size could have\n"
@@ -405,6 +409,18 @@ parse_options(int argc, char **argv, int *quick)
 				fprintf(stderr, "dmbench: bad --cache-pct %s (a list of percentages, 0 < P <= 1000)\n", v);
 				return 2;
 			}
+		}
+		else if (strcmp(a, "--hop-admit") == 0 && v)
+		{
+			char	   *end;
+			long		x = strtol(argv[++i], &end, 10);
+
+			if (*end || x < 0 || x > 1000)
+			{
+				fprintf(stderr, "dmbench: bad --hop-admit %s (per mille, 0..1000)\n", v);
+				return 2;
+			}
+			hop_admit = (int) x;
 		}
 		else if (strcmp(a, "--leaf-admit") == 0 && v)
 		{

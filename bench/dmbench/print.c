@@ -630,7 +630,8 @@ print_all(FILE *f, const char *notes)
 	print_tree_table(f);
 	if (leaf_format == DM_LEAF_HOPSCOTCH)
 	{
-		fprintf(f, "\nHopscotch lookups, per lookup (dm_tree_counters hop_*; hotspot buffer %s keys a client):\n\n",
+		fprintf(f, "\nHopscotch lookups, per lookup (dm_tree_counters hop_*; hotspot buffer of %s keys, "
+				"shared by the clients in cache cells, per client otherwise):\n\n",
 				hotspot_entries >= 0 ? "--hotspot" : "default");
 		print_hop_table(f);
 	}

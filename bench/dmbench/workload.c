@@ -125,6 +125,7 @@ int	leaf_format = DM_LEAF_SORTED;
 int	leaf_neighborhood = 0;
 
 int	hotspot_entries = -1;
+int	hop_admit = -1;
 
 int	fillfactor = 90;
 

@@ -8,7 +8,8 @@
  * shared helpers: dm_cache_int.h).
  *
  * Memory (one block, offsets only, so any mapping address works):
- *   header | stats stripes | mapping buckets | cooling buckets | frames
+ *   header | stats stripes | mapping buckets | cooling buckets |
+ *   hotspot buffer (dm_hot.c works on it; zeroed = every way free) | frames
  *
  * Lock order: frame version lock, then mapping bucket, then cooling bucket.
  * Spinlocks are held for a few instructions only; a frame's version lock can
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "dm_cache_int.h"
+#include "dm_hot.h"
 #include "dm_node_fmt.h"
 
 /* ---- setup --------------------------------------------------------------------- */
@@ -30,11 +32,15 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 	uint32_t	nmap = 16;
 	uint64_t	off;
 	uint32_t	cp = cfg->cooling_percent ? cfg->cooling_percent : 10;
+	uint32_t	hot = cfg->hotspot_entries == 0 ? DM_CACHE_HOTSPOT_DEFAULT :
+		cfg->hotspot_entries == DM_CACHE_HOTSPOT_NONE ? 0 : cfg->hotspot_entries;
+	uint32_t	hop_admit = cfg->hop_admit_permille == 0 ? DM_CACHE_HOP_ADMIT_DEFAULT :
+		cfg->hop_admit_permille == DM_CACHE_HOP_ADMIT_NEVER ? 0 : cfg->hop_admit_permille;
 
 	if (cfg->frame_size < DM_NODE_MIN || cfg->frame_size > DM_NODE_MAX ||
 		(cfg->frame_size & (cfg->frame_size - 1)) != 0 || cfg->nframes < 16 ||
 		cfg->nframes > DM_CACHE_MAX_FRAMES || cfg->policy > DM_CACHE_DEX ||
-		cfg->leaf_admit_permille > 1000 || cp > 50)
+		cfg->leaf_admit_permille > 1000 || cp > 50 || hot > DM_CACHE_HOTSPOT_MAX || hop_admit > 1000)
 		return -1;
 	while (nmap < cfg->nframes * 2u)	/* at most 2^31: no overflow */
 		nmap <<= 1;
@@ -43,6 +49,7 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 	c->nframes = cfg->nframes;
 	c->policy = cfg->policy;
 	c->leaf_admit_permille = cfg->leaf_admit_permille;
+	c->hop_admit_permille = hop_admit;
 	c->nmap = nmap;
 	c->ncool = (uint32_t) ((uint64_t) cfg->nframes * cp / 100 / COOL_SLOTS);
 	if (c->ncool == 0)
@@ -57,6 +64,9 @@ layout(const dm_cache_config *cfg, dm_cache *c)
 	off += ALIGN64(sizeof(map_bucket) * (uint64_t) nmap);
 	c->cool_off = off;
 	off += ALIGN64(sizeof(cool_bucket) * (uint64_t) c->ncool);
+	c->hot_off = off;
+	c->hot_sets = dm_hot_sets_for(hot);
+	off += ALIGN64(sizeof(dm_hot_slot) * DM_HOT_WAYS * (uint64_t) c->hot_sets);
 	c->frames_off = off;
 	off += (uint64_t) c->stride * cfg->nframes;
 	c->total = off;
@@ -74,7 +84,7 @@ dm_cache_shmem_size(const dm_cache_config *cfg)
 uint32_t
 dm_cache_frames_for_bytes(size_t bytes, uint32_t frame_size)
 {
-	dm_cache_config cfg = {frame_size, 16, DM_CACHE_DEX, 100, 10};
+	dm_cache_config cfg = {frame_size, 16, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE};
 	uint64_t	lo = 16,
 				hi;
 
@@ -132,6 +142,13 @@ dm_cache_attach(void *mem)
 	return c && __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) == CACHE_MAGIC ? c : NULL;
 }
 
+struct dm_hot_slot *
+dm_cache_hotspot(dm_cache *c, uint32_t *nsets)
+{
+	*nsets = c->hot_sets;
+	return c->hot_sets ? (dm_hot_slot *) ((uint8_t *) c + c->hot_off) : NULL;
+}
+
 dm_cache_policy
 dm_cache_get_policy(const dm_cache *c)
 {
@@ -172,6 +189,17 @@ dm_cache_should_admit(dm_cache *c, int level)
 	if (level > 0)
 		return 1;
 	if (rnd() % 1000 < c->leaf_admit_permille)
+		return 1;
+	COUNT(c, admit_skipped, 1);
+	return 0;
+}
+
+int
+dm_cache_should_admit_lookup(dm_cache *c)
+{
+	if (!dm_cache_caches_level(c, 0))
+		return 0;
+	if (rnd() % 1000 < c->hop_admit_permille)
 		return 1;
 	COUNT(c, admit_skipped, 1);
 	return 0;

@@ -32,6 +32,10 @@
  *    its children — then evicts the oldest candidate of a random bucket.
  *    Touching a COOLING node makes it HOT again (second chance).
  *
+ *  - the instance's hotspot buffer (dm_cache_hotspot): the table of keys
+ *    whose hopscotch lookups speculate (dm_tree_hot.c), kept here so that
+ *    every process of the instance shares it; its slots are dm_hot.c's.
+ *
  * Write-through: the cache never holds data remote memory does not have, so
  * an evicted frame needs no write-back, and a crash loses nothing.
  */
@@ -64,11 +68,36 @@ typedef struct dm_cache_config
 	dm_cache_policy policy;
 	uint32_t	leaf_admit_permille;	/* DEX: chance (0..1000) that a leaf read is admitted */
 	uint32_t	cooling_percent;	/* cooling map capacity as % of frames (1..50; 0 = 10) */
+	/*
+	 * keys the instance's hotspot buffer holds (dm_cache_hotspot): 0 =
+	 * DM_CACHE_HOTSPOT_DEFAULT, DM_CACHE_HOTSPOT_NONE = no buffer; at most
+	 * DM_CACHE_HOTSPOT_MAX.  64 bytes each, on top of the frames.
+	 */
+	uint32_t	hotspot_entries;
+	/*
+	 * DEX: chance (0..1000) that a leaf a hopscotch point lookup missed is
+	 * admitted (dm_cache_should_admit_lookup); 0 = DM_CACHE_HOP_ADMIT_DEFAULT,
+	 * DM_CACHE_HOP_ADMIT_NEVER = never.  Such a lookup reads one
+	 * neighbourhood (216 B at 1 KiB, H = 8), so admitting reads the whole
+	 * leaf for the cache alone, where a sorted leaf's miss reads it anyway
+	 * (leaf_admit_permille): docs/design.md §5.1 measures the two rates.
+	 */
+	uint32_t	hop_admit_permille;
 } dm_cache_config;
+
+#define DM_CACHE_HOP_ADMIT_DEFAULT	10
+#define DM_CACHE_HOP_ADMIT_NEVER	UINT32_MAX
+
+#define DM_CACHE_HOTSPOT_DEFAULT	32768
+#define DM_CACHE_HOTSPOT_NONE		UINT32_MAX
+#define DM_CACHE_HOTSPOT_MAX		(UINT32_C(1) << 24)
 
 /* Bytes of shared memory a cache of this configuration needs. */
 extern size_t dm_cache_shmem_size(const dm_cache_config *cfg);
-/* Frames that fit in `bytes` of shared memory with this frame size (0 if too small). */
+/*
+ * Frames that fit in `bytes` of shared memory with this frame size (0 if
+ * too small), with no hotspot buffer: a buffer's memory comes on top.
+ */
 extern uint32_t dm_cache_frames_for_bytes(size_t bytes, uint32_t frame_size);
 
 /*
@@ -81,10 +110,21 @@ extern dm_cache *dm_cache_init(void *mem, size_t len, const dm_cache_config *cfg
 extern dm_cache *dm_cache_attach(void *mem);
 
 extern dm_cache_policy dm_cache_get_policy(const dm_cache *c);
+
+/*
+ * The instance's hotspot buffer (docs/design.md §5.1, dm_hot.h): the slots
+ * of the table in the cache's memory and *nsets its sets (0 and NULL: the
+ * cache has none).  Every handle that uses this cache speculates with it,
+ * so one process's pin serves every process of the instance.
+ */
+struct dm_hot_slot;
+extern struct dm_hot_slot *dm_cache_hotspot(dm_cache *c, uint32_t *nsets);
 extern uint32_t dm_cache_frame_size(const dm_cache *c);
 extern uint32_t dm_cache_nframes(const dm_cache *c);
 /* Whether the policy admits a node of this level (leaves: by coin toss for DEX). */
 extern int	dm_cache_should_admit(dm_cache *c, int level);
+/* The same for a leaf a hopscotch point lookup missed (hop_admit_permille). */
+extern int	dm_cache_should_admit_lookup(dm_cache *c);
 /* Whether the policy caches nodes of this level at all (writes go through frames then). */
 extern int	dm_cache_caches_level(const dm_cache *c, int level);
 

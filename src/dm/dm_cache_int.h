@@ -101,6 +101,9 @@ struct dm_cache
 	uint64_t	map_off;
 	uint64_t	cool_off;
 	uint64_t	frames_off;
+	uint64_t	hot_off;		/* the hotspot buffer's slots (dm_hot.h) */
+	uint32_t	hot_sets;		/* 0: none */
+	uint32_t	hop_admit_permille;	/* resolved: 0..1000 */
 	uint64_t	total;
 	/* hot shared words, each on its own line */
 	uint8_t		pad1[64];

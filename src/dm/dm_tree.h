@@ -308,12 +308,15 @@ extern int	dm_tree_lookup_key(dm_tree *t, dm_entry key, uint64_t *tids, int max,
 
 /*
  * The hotspot buffer of a handle on a tree of hopscotch leaves (DESIGN.md
- * §5.1, speculative reads): how many keys it may remember (rounded up to
- * a multiple of 4; 0 = off; DM_TREE_HOTSPOT_DEFAULT when never set).  Each
- * takes 48 bytes of this process's memory, allocated on first use; a
- * hopscotch lookup of a remembered key reads 16 bytes of its leaf (and,
- * when no cache holds leaves, no inner node).  Setting it forgets what the
- * buffer held.
+ * §5.1, speculative reads) when it uses no cache: how many keys it may
+ * remember (rounded up to a multiple of 4; 0 = off;
+ * DM_TREE_HOTSPOT_DEFAULT when never set).  Each takes 64 bytes of this
+ * process's memory, allocated on first use; a hopscotch lookup of a
+ * remembered key reads 16 bytes of its leaf (and, when no cache holds
+ * leaves, no inner node).  Setting it forgets what the buffer held.  A
+ * handle that uses a cache (dm_tree_use_cache) speculates with the
+ * cache's buffer instead, shared by the processes of the instance and
+ * sized by dm_cache_config.hotspot_entries.
  */
 #define DM_TREE_HOTSPOT_DEFAULT 1024
 extern int	dm_tree_set_hotspot(dm_tree *t, int entries);

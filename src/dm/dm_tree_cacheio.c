@@ -176,11 +176,14 @@ dm_node_fetch_if_cached(dm_tree *t, dm_gaddr addr, dm_fetch_ctx ctx, void *buf)
 		hint = DM_FRAME_NONE;
 	}
 	/*
-	 * The policy's admission decides, as for any leaf read: whole, admitted.
-	 * Level -1: the coin was tossed here, dm_node_fetch must not toss again
-	 * (that read the leaf whole for one admission in a hundred, not ten).
+	 * The policy's admission decides, at its rate for a point lookup's miss
+	 * (dm_cache_should_admit_lookup: the miss itself reads a neighbourhood,
+	 * so an admission reads the whole leaf for the cache alone): whole,
+	 * admitted.  Level -1: the coin was tossed here, dm_node_fetch must not
+	 * toss again (that read the leaf whole for one admission in a hundred,
+	 * not ten).
 	 */
-	if (!io && dm_cache_should_admit(c, 0))
+	if (!io && dm_cache_should_admit_lookup(c))
 	{
 		if ((rc = dm_node_fetch(t, addr, -1, ctx, buf, NULL)) != DM_OK)
 			return -rc;

@@ -92,29 +92,37 @@ collect(const dm_rawent *b, int nb, uint64_t key, uint64_t *tids, int max, int *
 static int
 spec_read(dm_tree *t, uint64_t key, dm_gaddr at, uint64_t *tids, int max, int *n, int *done)
 {
-	dm_hot_ent *he = dm_hot_get(t, key);
+	uint64_t	tag;
+	dm_hot_table *ht = dm_tree_hot_table(t, 0, &tag);
+	dm_hot_ent	he;
 	uint64_t	w[2];
 	dm_op		op;
 	int			rc;
 
-	/* a key whose speculation failed keeps its way (and count) until pinned again */
-	if (he == NULL || (he->version & DM_VERSION_DIRTY) || (at != 0 && he->addr != at))
+	/*
+	 * he is one whole tuple (dm_hot.c's seqlock): its key, leaf, version,
+	 * checksum and answer were pinned together, so a leaf that still shows
+	 * that version and checksum answers for that key.  A key whose
+	 * speculation failed keeps its way (and count) until pinned again.
+	 */
+	if (ht == NULL || !dm_hot_find(ht, tag, key, &he) || (he.version & DM_VERSION_DIRTY) ||
+		(at != 0 && he.addr != at))
 		return DM_OK;
-	dm_op_read(&op, he->addr + 8, w, 16);
+	dm_op_read(&op, he.addr + 8, w, 16);
 	if ((rc = dm_post(t->c, &op, 1, NULL)) != DM_OK)
 		return dm_tree_transport_error(t, rc);
 	t->ctr.node_reads++;
-	/* he->version is clean: a DIRTY version word never matches */
-	if (w[0] != he->version || w[1] != he->checksum)
+	/* he.version is clean: a DIRTY version word never matches */
+	if (w[0] != he.version || w[1] != he.checksum)
 	{
 		t->ctr.hop_spec_stale++;
-		he->version = DM_VERSION_DIRTY;	/* no more speculation until the ordinary lookup pins it */
+		dm_hot_unpin(ht, &he, DM_VERSION_DIRTY);	/* no more speculation until a lookup pins it */
 		return DM_OK;
 	}
-	*n = he->ntids;
-	if (he->ntids == 1 && max > 0)
-		tids[0] = he->tid;
-	dm_hot_hit(he);
+	*n = (int) he.ntids;
+	if (he.ntids == 1 && max > 0)
+		tids[0] = he.tid;
+	dm_hot_hit(ht, &he);
 	t->ctr.hop_spec_hits++;
 	*done = 1;
 	return DM_OK;
@@ -222,7 +230,7 @@ dm_tree_hop_lookup(dm_tree *t, uint64_t key, uint64_t *tids, int max, int *n, in
 			goto whole;
 		}
 		collect(nbhd, H, key, tids, max, n, &first);
-		dm_hot_put(t, key, addr, h->version, h->checksum, &first, *n);
+		dm_tree_hot_put(t, key, addr, h->version, h->checksum, &first, *n);
 		t->ctr.hop_reads++;
 		*done = 1;
 		goto out;
@@ -237,7 +245,7 @@ whole:
 		collect(HOP_BUCKETS(buf), nb, key, tids, max, n, &first);
 		/* a cached frame answers for free: only a remote copy is worth pinning */
 		if (remote)
-			dm_hot_put(t, key, addr, NODE_HDR(buf)->version, NODE_HDR(buf)->checksum, &first, *n);
+			dm_tree_hot_put(t, key, addr, NODE_HDR(buf)->version, NODE_HDR(buf)->checksum, &first, *n);
 		t->ctr.hop_whole++;
 		*done = 1;
 	}

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "dm_cache.h"
+#include "dm_hot.h"
 #include "dm_node.h"
 
 #define DM_TREE_META_MAGIC UINT64_C(0x444D5452)	/* "DMTR" */
@@ -20,22 +21,6 @@
 #define DM_TREE_FORMAT_HOP 2	/* leaves are hopscotch leaves (meta word 14): older builds refuse */
 #define DM_TREE_FORMAT_VAR 3	/* key format VAR: VAR nodes (§5.2), which older builds cannot read */
 #define DM_TREE_MAX_LEVELS 16
-
-/*
- * A key of the hotspot buffer (dm_tree_hot.c): the leaf that answered its
- * lookup, that leaf's version and checksum words then, and the answer.
- */
-typedef struct dm_hot_ent
-{
-	uint64_t	key;
-	dm_gaddr	addr;			/* the leaf; 0 = a free way */
-	uint64_t	version;		/* its clean version when it answered */
-	uint64_t	checksum;		/* its checksum word at that version */
-	uint64_t	tid;			/* the key's tid when ntids = 1 */
-	uint16_t	ntids;			/* 0 or 1 */
-	uint16_t	freq;			/* hits, aged by newcomers (replacement) */
-	uint32_t	spare;
-} dm_hot_ent;
 
 /* This handle's current grant of nodes on one memnode (dm_tree_alloc.c). */
 typedef struct dm_slab
@@ -72,9 +57,12 @@ struct dm_tree
 	dm_slab		slabs[DM_TREE_MAX_MEMNODES];
 	int			alloc_bulk;		/* a bulk load is running: large grants */
 	dm_tree_counters ctr;
-	/* the hotspot buffer of hopscotch lookups (dm_tree_hot.c): hot_sets sets of 4 ways, NULL until used */
-	dm_hot_ent *hot;
-	uint32_t	hot_sets;
+	/*
+	 * the handle's own hotspot buffer (dm_tree_hot.c), used when it has no
+	 * cache (else the cache's, the instance's): hot.slots NULL until used
+	 */
+	dm_hot_table hot;
+	dm_hot_table hot_shared;	/* the cache's buffer, as dm_tree_hot_table last found it */
 	/* the tree's reuse list (dm_tree_reclaim.c) */
 	dm_gaddr	reuse_blk;		/* its block, 0 = not known yet */
 	uint64_t	reuse_hint;		/* its count word when last read */
@@ -596,16 +584,18 @@ dm_entry_own(dm_owned_entry *o, dm_entry e)
 }
 
 /* dm_tree_hot.c: the hotspot buffer */
-/* The key's entry, or NULL. */
-extern dm_hot_ent *dm_hot_get(dm_tree *t, uint64_t key);
-extern void dm_hot_hit(dm_hot_ent *he);
+/*
+ * The table the handle speculates with: its cache's (the instance's) when
+ * it uses a cache, else its own (allocated when create is set); NULL when
+ * there is none.  *tag gets the tree's tag in it.
+ */
+extern dm_hot_table *dm_tree_hot_table(dm_tree *t, int create, uint64_t *tag);
 /*
  * Remember that the leaf at addr, at clean version `version` with that
  * checksum word, answered key with these n tids (n > 1: forget the key).
  */
-extern void dm_hot_put(dm_tree *t, uint64_t key, dm_gaddr addr, uint64_t version, uint64_t checksum,
-					   const uint64_t *tids, int n);
-extern void dm_hot_drop(dm_tree *t, uint64_t key);
+extern void dm_tree_hot_put(dm_tree *t, uint64_t key, dm_gaddr addr, uint64_t version, uint64_t checksum,
+							const uint64_t *tids, int n);
 extern void dm_hot_free(dm_tree *t);
 
 /* dm_tree_descend.c */

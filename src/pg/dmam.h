@@ -278,6 +278,8 @@ extern Relation dmindex_open_checked(Oid indexoid, Relation *heap, LOCKMODE mode
 extern int	dmindex_cache_size_kb;		/* dmindex.cache_size */
 extern int	dmindex_cache_policy;		/* dmindex.cache_policy: a dm_cache_policy */
 extern double dmindex_cache_leaf_admission;	/* dmindex.cache_leaf_admission */
+extern int	dmindex_hotspot_entries;	/* dmindex.hotspot_entries */
+extern double dmindex_cache_hop_admission;	/* dmindex.cache_hop_admission */
 extern int	dmindex_cache_frame_size;	/* dmindex.cache_frame_size */
 extern int	dmindex_instance_id;		/* dmindex.instance_id */
 #define DMINDEX_MAX_INSTANCE_ID 65535

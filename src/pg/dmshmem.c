@@ -42,7 +42,9 @@ PG_FUNCTION_INFO_V1(dmindex_cache_stats_reset);
 int			dmindex_cache_size_kb = 64 * 1024;
 int			dmindex_cache_policy = DM_CACHE_DEX;
 double		dmindex_cache_leaf_admission = 0.1;
+double		dmindex_cache_hop_admission = DM_CACHE_HOP_ADMIT_DEFAULT / 1000.0;
 int			dmindex_cache_frame_size = 1024;
+int			dmindex_hotspot_entries = DM_CACHE_HOTSPOT_DEFAULT;
 int			dmindex_instance_id = 0;
 dm_cache   *dmindex_node_cache = NULL;
 
@@ -85,6 +87,13 @@ wanted_config(dm_cache_config *cfg)
 	cfg->policy = (dm_cache_policy) dmindex_cache_policy;
 	cfg->leaf_admit_permille = (uint32) rint(dmindex_cache_leaf_admission * 1000);
 	cfg->cooling_percent = 10;
+	{
+		uint32		ha = (uint32) rint(dmindex_cache_hop_admission * 1000);
+
+		cfg->hop_admit_permille = ha == 0 ? DM_CACHE_HOP_ADMIT_NEVER : ha;
+	}
+	/* the instance's hotspot buffer lives in the cache's memory, on top of dmindex.cache_size */
+	cfg->hotspot_entries = dmindex_hotspot_entries == 0 ? DM_CACHE_HOTSPOT_NONE : (uint32) dmindex_hotspot_entries;
 	return true;
 }
 
@@ -162,6 +171,19 @@ dmindex_cache_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomRealVariable("dmindex.cache_hop_admission",
+							 "Probability that a leaf a point lookup in a hopscotch-leaf index missed is admitted "
+							 "to the node cache.",
+							 "Such a lookup reads only the key's neighbourhood, so admitting reads the whole leaf "
+							 "for the cache alone; other leaf reads follow dmindex.cache_leaf_admission.",
+							 &dmindex_cache_hop_admission,
+							 DM_CACHE_HOP_ADMIT_DEFAULT / 1000.0,
+							 0.0,
+							 1.0,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("dmindex.cache_frame_size",
 							"Size of a node cache frame.",
 							"Indexes whose node size is larger are not cached.",
@@ -172,6 +194,20 @@ dmindex_cache_init(void)
 							PGC_POSTMASTER,
 							GUC_UNIT_BYTE,
 							frame_size_check_hook, NULL, NULL);
+
+	DefineCustomIntVariable("dmindex.hotspot_entries",
+							"Keys the shared hotspot buffer of hopscotch-leaf indexes remembers.",
+							"A lookup of a remembered key reads 16 bytes of its leaf instead of its "
+							"neighbourhood. The buffer takes 64 bytes a key of shared memory on top of "
+							"dmindex.cache_size and is shared by every backend; 0 disables it. "
+							"Without a node cache each backend keeps a small buffer of its own.",
+							&dmindex_hotspot_entries,
+							DM_CACHE_HOTSPOT_DEFAULT,
+							0,
+							DM_CACHE_HOTSPOT_MAX,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("dmindex.instance_id",
 							"Which instance of the partition maps this server is.",

@@ -22,6 +22,9 @@
  *           read was not provoked by hand in this workload, the window
  *           being a few words wide); the readers' hotspot buffers hold the
  *           stable keys, so speculative reads run against the writers too;
+ *           once more with one cache for all processes, whose hotspot buffer
+ *           (16 keys) they share, the readers looking up the writers' keys
+ *           as well (absent or the writer's tid);
  *   spec    speculative reads (the hotspot buffer) that must be rejected:
  *           the entry deleted, another tid added, entries hopping around
  *           it, its leaf split, emptied, reclaimed and its node reused;
@@ -68,6 +71,7 @@ typedef struct shared
 
 static memnode_proc mn;
 static shared *sh;
+static dm_cache *torn_cache;	/* torn with a cache: every process's handle uses it, and its hotspot buffer */
 static uint64_t g_seed = 1;
 static int	g_scale = 100;
 
@@ -634,9 +638,10 @@ torn_child(int backend, const char *name, int idx)
 
 	rng = g_seed * 7919 + (uint64_t) idx;
 	dm_tree_name_named(&tn, name);
-	if (c == NULL || dm_tree_open_existing(c, 1, &tn, &t) != DM_OK)
+	if (c == NULL || dm_tree_open_existing(c, 1, &tn, &t) != DM_OK ||
+		(torn_cache && dm_tree_use_cache(t, torn_cache, 0) != DM_OK))
 	{
-		cfail(rep, "child %d: cannot connect or open", idx);
+		cfail(rep, "child %d: cannot connect, open or use the cache", idx);
 		return 1;
 	}
 	if (idx < NWRITERS)
@@ -667,6 +672,21 @@ torn_child(int backend, const char *name, int idx)
 			if (rc != DM_OK || got != 1 || tids[0] != (uint64_t) i)
 				cfail(rep, "reader %d: lookup of stable key %" PRIu64 ": %s, %d tids (first %" PRIu64 "), want tid %d %s",
 					  idx, stable_key(i), dm_strerror(rc), got, got > 0 ? tids[0] : 0, i, dm_tree_error(t));
+			if (torn_cache)
+			{
+				/*
+				 * the writers' keys too, pinned and hit by every reader in the
+				 * shared buffer while they change: absent or the writer's tid
+				 */
+				int			w = (int) rnd_below(NWRITERS);
+				uint64_t	wk = writer_key(w, (int) rnd_below(WKEYS));
+
+				rc = dm_tree_lookup(t, wk, tids, 4, &got);
+				if (rc != DM_OK || got > 1 || (got == 1 && tids[0] != 1000 + (uint64_t) w))
+					cfail(rep, "reader %d: lookup of writer %d's key %" PRIu64 ": %s, %d tids (first %" PRIu64
+						  "), want none or tid %d %s", idx, w, wk, dm_strerror(rc), got, got > 0 ? tids[0] : 0,
+						  1000 + w, dm_tree_error(t));
+			}
 		}
 	}
 	dm_tree_get_counters(t, &rep->ctr);
@@ -675,8 +695,14 @@ torn_child(int backend, const char *name, int idx)
 	return rep->failed;
 }
 
+/*
+ * cached: every process uses one cache of inner nodes (DEX's leaves would
+ * answer the hot keys from frames) whose hotspot buffer (16 keys for the
+ * 8 stable and 18 writer keys: ways change hands all the time) they all
+ * pin into and speculate from; the readers look the writers' keys up too.
+ */
 static void
-run_torn(int backend, const char *bname)
+run_torn(int backend, const char *bname, int cached)
 {
 	char		name[64],
 				msg[256];
@@ -693,7 +719,7 @@ run_torn(int backend, const char *bname)
 	int			nf = 0,
 				clean = 1;
 
-	snprintf(name, sizeof(name), "hop-torn-%s", bname);
+	snprintf(name, sizeof(name), "hop-torn-%s%s", bname, cached ? "-shared" : "");
 	/* 512-byte leaves (26 buckets), H = 4: entries hop and overflow within a few inserts */
 	if (!CHECK(c != NULL, "%s: client connects", name) || (t = make_tree(c, name, 512, 4)) == NULL)
 		goto out_client;
@@ -705,6 +731,16 @@ run_torn(int backend, const char *bname)
 		CHECK_STATUS(dm_tree_insert(t, dm_entry_make(stable_key(i), (uint64_t) i), NULL), DM_OK,
 					 "%s: stable key %d", name, i);
 	memset(sh, 0, sizeof(*sh));
+	torn_cache = NULL;
+	if (cached)
+	{
+		dm_cache_config cfg = {512, 64, DM_CACHE_INNER, 0, 10, 16};
+		size_t		len = dm_cache_shmem_size(&cfg);
+
+		torn_cache = dm_cache_init(test_shared_map(len), len, &cfg);
+		if (!CHECK(torn_cache != NULL, "%s: a shared cache with a 16-key hotspot buffer", name))
+			goto out_tree;
+	}
 	for (int i = 0; i < NWRITERS + NREADERS; i++)
 		if ((pids[i] = test_fork()) == 0)
 			_exit(torn_child(backend, name, i));
@@ -746,6 +782,7 @@ run_torn(int backend, const char *bname)
 	if (backend == DM_BACKEND_SHM)
 		CHECK(retries > 0, "%s: torn neighbourhood reads were caught by the version check and redone (%" PRIu64 ")",
 			  name, retries);
+out_tree:
 	CHECK(dm_tree_verify(t, &cnt, msg, sizeof(msg)) == DM_OK, "%s: verify %s", name, msg);
 	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "%s: destroy", name);
 out_client:
@@ -770,8 +807,10 @@ main(void)
 	run_dups(DM_BACKEND_SHM, "shm");
 	run_spec(DM_BACKEND_TCP, "tcp");
 	run_spec(DM_BACKEND_SHM, "shm");
-	run_torn(DM_BACKEND_TCP, "tcp");
-	run_torn(DM_BACKEND_SHM, "shm");
+	run_torn(DM_BACKEND_TCP, "tcp", 0);
+	run_torn(DM_BACKEND_SHM, "shm", 0);
+	run_torn(DM_BACKEND_TCP, "tcp", 1);
+	run_torn(DM_BACKEND_SHM, "shm", 1);
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	return tap_done();
 }

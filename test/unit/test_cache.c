@@ -274,7 +274,7 @@ wait_children(const pid_t *pids, int n, int timeout_s)
 static size_t
 size_for(uint32_t frame_size, uint32_t nframes)
 {
-	dm_cache_config cfg = {frame_size, nframes, DM_CACHE_DEX, 100, 10};
+	dm_cache_config cfg = {frame_size, nframes, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE};
 
 	return dm_cache_shmem_size(&cfg);
 }
@@ -371,8 +371,9 @@ test_config(void)
 			{{1024, 64, (dm_cache_policy) 3, 100, 10}, "policy beyond DEX"},
 			{{1024, 64, DM_CACHE_DEX, 1001, 10}, "leaf admission above 1000 permille"},
 			{{1024, 64, DM_CACHE_DEX, 100, 51}, "cooling map above 50%"},
+			{{1024, 64, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_MAX + 1}, "hotspot buffer above its maximum"},
 		};
-		dm_cache_config good = {1024, 64, DM_CACHE_DEX, 100, 10};
+		dm_cache_config good = {1024, 64, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE};
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 			CHECK(dm_cache_init(mem, len, &bad[i].cfg) == NULL && dm_cache_shmem_size(&bad[i].cfg) == 0,
@@ -459,6 +460,40 @@ test_config(void)
 		for (int i = 0; i < 5000; i++)
 			n += dm_cache_should_admit(c, 0);
 		CHECK(n == 5000 && stats(c).admit_skipped == 0, "DEX at 1000 permille always admits leaves");
+		n = 0;
+		for (int i = 0; i < 50000; i++)
+			n += dm_cache_should_admit_lookup(c);
+		CHECK(n >= 300 && n <= 700, "a hopscotch lookup's miss: the default %d permille, whatever the leaf rate "
+			  "(%d of 50000)", DM_CACHE_HOP_ADMIT_DEFAULT, n);
+		free_cache(&m);
+
+		/* the lookup rate given, and never */
+		{
+			dm_cache_config cfg = {FS, 16, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE, 500};
+			dm_cache_config never = {FS, 16, DM_CACHE_DEX, 1000, 10, DM_CACHE_HOTSPOT_NONE,
+			DM_CACHE_HOP_ADMIT_NEVER};
+			dm_cache_config bad = {FS, 16, DM_CACHE_DEX, 100, 10, DM_CACHE_HOTSPOT_NONE, 1001};
+			size_t		l1 = dm_cache_shmem_size(&cfg),
+						l2 = dm_cache_shmem_size(&never);
+			dm_cache   *c1 = dm_cache_init(test_shared_map(l1), l1, &cfg),
+					   *c2 = dm_cache_init(test_shared_map(l2), l2, &never);
+			int			n1 = 0,
+						n2 = 0;
+
+			for (int i = 0; i < 20000; i++)
+			{
+				n1 += dm_cache_should_admit_lookup(c1);
+				n2 += dm_cache_should_admit_lookup(c2);
+			}
+			CHECK(n1 >= 9000 && n1 <= 11000 && n2 == 0 && dm_cache_should_admit(c2, 0),
+				  "hop_admit_permille 500 admits about half (%d of 20000), NEVER none (leaves still at 1000)", n1);
+			CHECK(dm_cache_shmem_size(&bad) == 0, "hop_admit_permille above 1000 is refused");
+		}
+		c = new_cache(&m, 16, DM_CACHE_INNER, 1000);
+		n = 0;
+		for (int i = 0; i < 1000; i++)
+			n += dm_cache_should_admit_lookup(c);
+		CHECK(n == 0, "INNER never admits a lookup's leaf either");
 		free_cache(&m);
 	}
 }

@@ -132,7 +132,13 @@ bulk_load(dm_tree *t, const model *m, int fillfactor)
 int
 shcache_new(shcache *sc, dm_cache_policy policy, uint32_t nframes, uint32_t permille)
 {
-	dm_cache_config cfg = {NODE_SIZE, nframes, policy, permille, 0};
+	/*
+	 * permille for every leaf read, a hopscotch lookup's miss too (its own
+	 * default rate is test_cache's): the groups' admission checks hold for
+	 * both leaf formats
+	 */
+	dm_cache_config cfg = {NODE_SIZE, nframes, policy, permille, 0, 0,
+	permille ? permille : DM_CACHE_HOP_ADMIT_NEVER};
 
 	sc->c = NULL;
 	sc->len = dm_cache_shmem_size(&cfg);
