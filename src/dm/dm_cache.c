@@ -181,28 +181,28 @@ dm_cache_caches_level(const dm_cache *c, int level)
 	return level > 0 || c->policy == DM_CACHE_DEX;
 }
 
-int
-dm_cache_should_admit(dm_cache *c, int level)
+/* A leaf read admitted with probability permille / 1000 (DEX's coin; counted when not). */
+static int
+leaf_coin(dm_cache *c, uint32_t permille)
 {
-	if (!dm_cache_caches_level(c, level))
+	if (!dm_cache_caches_level(c, 0))
 		return 0;
-	if (level > 0)
-		return 1;
-	if (rnd() % 1000 < c->leaf_admit_permille)
+	if (rnd() % 1000 < permille)
 		return 1;
 	COUNT(c, admit_skipped, 1);
 	return 0;
 }
 
 int
+dm_cache_should_admit(dm_cache *c, int level)
+{
+	return level > 0 ? dm_cache_caches_level(c, level) : leaf_coin(c, c->leaf_admit_permille);
+}
+
+int
 dm_cache_should_admit_lookup(dm_cache *c)
 {
-	if (!dm_cache_caches_level(c, 0))
-		return 0;
-	if (rnd() % 1000 < c->hop_admit_permille)
-		return 1;
-	COUNT(c, admit_skipped, 1);
-	return 0;
+	return leaf_coin(c, c->hop_admit_permille);
 }
 
 uint64_t
