@@ -23,13 +23,19 @@
  *  5. fences (a VAR tree in either run): an empty leaf whose left neighbour
  *     has no room for its longer high fence stays; the pass, and writes in
  *     its range afterwards, succeed.
+ *  6. revive (its own VAR tree, in the FIXED8 run; with and without a
+ *     cache of leaves): a
+ *     reclaimer killed at each step of one unlink; where it left the empty
+ *     leaf half-dead, its left neighbour then fills up (no room for the dead
+ *     leaf's fence) and a write in the dead leaf's range revives it instead of
+ *     failing; contents, verify and a later pass are right in every run.
  * TREE_KEY_FORMAT=var (test_tree_reclaim+var) runs it on VAR trees
  * (test/lib/testkeys.h: each key a byte string, the model comparing bytes),
  * section 4 over shm only and only if RECLAIM_SECTIONS names it or
  * DM_TEST_VAR_ALL=1: VAR leaves hold fewer entries, so a reclaim pass of
  * its tree takes 95 steps (FIXED8: 59): 95 s over shm, 200 s over both.
  * TREE_SEED sets the keys; TREE_SCALE=<percent> the sizes; RECLAIM_SECTIONS
- * (e.g. "model,faults") runs only some sections.
+ * (e.g. "model,faults,revive") runs only some sections.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -861,7 +867,6 @@ test_faults(const transport *tr)
 	dm_client_destroy(c);
 }
 
-/* RECLAIM_SECTIONS=model,bounded,concurrent,faults (default: all) */
 /* ---- 5. fences ------------------------------------------------------------------ */
 
 /*
@@ -984,6 +989,278 @@ out:
 		dm_client_destroy(c);
 }
 
+/* ---- 6. a half-dead leaf whose neighbour fills up --------------------------------- */
+
+/*
+ * The residual section 5's check left: a reclaimer killed after marking B
+ * dead (step 2), before A took B's range, and then A filled up so that it
+ * has no room for B's longer high fence.  The writer that reaches B must
+ * then revive it (dm_tree_reclaim.c, revive_leaf) rather than fail with "a
+ * leaf cannot take its dead neighbour's fence", as every write in B's range
+ * did until a REINDEX.  A VAR tree of 256-byte nodes, 20-byte keys g.i (a
+ * group word, eleven equal bytes, the counter i), inserted in order g = 1..4,
+ * i = 1..3, has these leaves (two entries of 36 bytes each fill 168 of 256
+ * bytes; a fence inside a group has 12 suffix bytes, one between groups none):
+ *
+ *   [1.1 1.2] [1.3 2.1] | A [2.2 2.3) high G3 | B [3.1 3.2] high 3.3 | [3.3 4.1 ..]
+ *
+ * with A and B under one parent, B not its first child (checked below
+ * through the pass's counts, and the sweep must leave B half-dead at least
+ * once).  3.1 and 3.2 are deleted (B empty; A takes B's fence: 184 + 12
+ * bytes), and a reclaim pass is killed at each of its steps.  Then 2.4 and
+ * 2.5 go into A (4 entries: 252 bytes, no split, no room for 12 more), and a
+ * write in B's range (3.1 inserted, then deleted) must succeed; the tree
+ * verifies, every entry is found, a pass reclaims (B's right neighbour
+ * emptied too: the pass must not trip over a revived B), and writes go on.
+ */
+#define REVIVE_GROUPS 4
+#define REVIVE_PER 6				/* counters 1..6: 4 and 5 fill A, 6 is written at the end */
+static uint8_t revive_bytes[REVIVE_GROUPS + 1][REVIVE_PER + 1][FENCE_LEN];
+
+static dm_entry
+rk(int g, int i)
+{
+	uint8_t    *b = revive_bytes[g][i];
+
+	for (int x = 0; x < 8; x++)
+		b[x] = (uint8_t) ((0x4700000000000000ull | (uint64_t) g) >> (56 - 8 * x));
+	memset(b + 8, 'c', FENCE_LEN - 9);
+	b[FENCE_LEN - 1] = (uint8_t) i;
+	return dm_entry_from_bytes(b, FENCE_LEN, (uint64_t) (g * 16 + i));
+}
+
+/* The tree above, B emptied (quiet; NULL on failure). */
+static dm_tree *
+revive_setup(dm_client *c, const char *name, dm_tree_name *tn, model *m)
+{
+	dm_tree_opts o;
+	dm_tree    *t = NULL;
+
+	memset(&o, 0, sizeof(o));
+	o.node_size = 256;
+	o.key_format = DM_KEY_VAR;
+	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
+	dm_tree_name_named(tn, name);
+	dm_tree_drop(c, 1, tn, NULL);
+	if (dm_tree_create_new(c, 1, tn, &o, &t) != DM_OK)
+		return NULL;
+	m->n = 0;
+	for (int g = 1; g <= REVIVE_GROUPS; g++)
+		for (int i = 1; i <= 3; i++)
+		{
+			if (dm_tree_insert(t, rk(g, i), NULL) != DM_OK)
+				goto fail;
+			m_insert(m, rk(g, i));
+		}
+	for (int i = 1; i <= 2; i++)
+	{
+		int			found = 0;
+
+		if (dm_tree_delete(t, rk(3, i), &found) != DM_OK || !found)
+			goto fail;
+		m_delete(m, rk(3, i));
+	}
+	return t;
+fail:
+	tap_diag("%s: setup: %s", name, dm_tree_error(t));
+	dm_tree_destroy(t);
+	return NULL;
+}
+
+/* Every model entry found, and the tree verifies with as many; else a diagnostic and 0. */
+static int
+revive_contents(dm_tree *t, const model *m, const char *what)
+{
+	char		msg[512] = "";
+	uint64_t	cnt = 0;
+
+	if (dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m->n)
+	{
+		tap_diag("%s: verify: %s (%" PRIu64 " entries of %zu)", what, msg, cnt, m->n);
+		return 0;
+	}
+	for (size_t i = 0; i < m->n; i++)
+	{
+		int			found = 0;
+
+		if (dm_tree_contains(t, m->e[i], &found) != DM_OK || !found)
+		{
+			tap_diag("%s: %s missing", what, E(m->e[i]));
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void
+test_revive(const transport *tr, int cached)
+{
+	char		name[64];
+	dm_cache_config ccfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		clen = dm_cache_shmem_size(&ccfg);
+	void	   *cmem = cached ? malloc(clen + 64) : NULL;
+	dm_client  *c = connect_client(tr->backend, 0, "revive");
+	dm_tree_name tn;
+	model		m = {0};
+	uint64_t	nsteps = 0,
+				revived = 0;
+	uint64_t   *steps = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int			runs = 0,
+				bad = 0,
+				half_dead_runs = 0,
+				scanned = 0;
+
+	snprintf(name, sizeof(name), "reclaim-revive-%s%s", tr->name, cached ? "+cache" : "");
+	if (!CHECK(c != NULL && steps != MAP_FAILED && (!cached || cmem != NULL), "%s: connect", name))
+		goto out;
+	/* an unfaulted pass: B goes (so A and B share a parent), in how many steps */
+	{
+		dm_tree    *t = revive_setup(c, name, &tn, &m);
+		dm_tree_stats st = {0};
+		pid_t		p;
+
+		if (!CHECK(t != NULL, "%s: setup", name))
+			goto out;
+		dm_tree_close(t);
+		*steps = 0;
+		if ((p = fork()) == 0)
+			faulty_reclaim(tr, &tn, NULL, steps, NULL);
+		wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		nsteps = *steps;
+		if (dm_tree_open_existing(c, 1, &tn, &t) == DM_OK)
+		{
+			(void) dm_tree_stats_get(t, &st);
+			dm_tree_destroy(t);
+		}
+		CHECK(nsteps > 0 && st.nodes[0] == 4 && st.free_nodes == 1,
+			  "%s: a pass (%" PRIu64 " steps) takes B: 4 leaves left (%" PRIu64 "), 1 free node (%" PRIu64 ")",
+			  name, nsteps, st.nodes[0], st.free_nodes);
+	}
+	for (uint64_t at = 1; at <= nsteps; at++)
+	{
+		dm_fault	f = {DM_FAULT_KILL, at, 0, 0};
+		dm_tree    *t;
+		dm_tree_stats st;
+		dm_tree_counters ctr;
+		dm_reclaim_result res;
+		uint64_t	leaves;
+		char		what[128];
+		int			ok = 1,
+					half = 0,
+					found = 0;
+		pid_t		p;
+
+		snprintf(what, sizeof(what), "%s: killed at step %" PRIu64, name, at);
+		if ((t = revive_setup(c, name, &tn, &m)) == NULL)
+		{
+			bad++;
+			continue;
+		}
+		runs++;
+		dm_tree_close(t);
+		if ((p = fork()) == 0)
+			faulty_reclaim(tr, &tn, &f, steps, NULL);
+		wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		/* the writes afterwards through a cache of leaves too (A written through its frame), or not */
+		if (dm_tree_open_existing(c, 1, &tn, &t) != DM_OK ||
+			(cached && dm_tree_use_cache(t, dm_cache_init((void *) (((uintptr_t) cmem + 63) & ~(uintptr_t) 63), clen,
+														   &ccfg), 0) != DM_OK))
+		{
+			bad++;
+			continue;
+		}
+		if (dm_tree_stats_get(t, &st) != DM_OK)
+			ok = 0;
+		half = ok && st.half_dead > 0;
+		half_dead_runs += half;
+		leaves = st.nodes[0];
+		/* A fills: two more entries of its range (below B's low fence), no split */
+		for (int i = 4; ok && i <= 5; i++)
+		{
+			if (dm_tree_insert(t, rk(2, i), NULL) != DM_OK)
+			{
+				tap_diag("%s: insert into A: %s", what, dm_tree_error(t));
+				ok = 0;
+				break;
+			}
+			m_insert(&m, rk(2, i));
+		}
+		if (ok && half && (dm_tree_stats_get(t, &st) != DM_OK || st.nodes[0] != leaves || st.half_dead == 0))
+		{
+			tap_diag("%s: A split, or B is no longer half-dead (%" PRIu64 " leaves, were %" PRIu64 ")", what,
+					 st.nodes[0], leaves);
+			ok = 0;
+		}
+		/* a write in B's range, and it taken back */
+		if (ok && dm_tree_insert(t, rk(3, 1), NULL) != DM_OK)
+		{
+			tap_diag("%s: insert into B's range: %s", what, dm_tree_error(t));
+			ok = 0;
+		}
+		if (ok)
+			m_insert(&m, rk(3, 1));
+		if (ok && !revive_contents(t, &m, what))
+			ok = 0;
+		if (ok && half && !scanned++)
+			ok = tree_matches_model(t, &m, 1, what);
+		if (ok && (dm_tree_delete(t, rk(3, 1), &found) != DM_OK || !found))
+		{
+			tap_diag("%s: delete in B's range: %s", what, dm_tree_error(t));
+			ok = 0;
+		}
+		if (ok)
+			m_delete(&m, rk(3, 1));
+		/* B's right neighbour [3.3 4.1] emptied too: a pass goes through both */
+		for (int k = 0; ok && k < 2; k++)
+		{
+			dm_entry	e = k == 0 ? rk(3, 3) : rk(4, 1);
+
+			if (dm_tree_delete(t, e, &found) != DM_OK || !found)
+			{
+				tap_diag("%s: delete: %s", what, dm_tree_error(t));
+				ok = 0;
+			}
+			m_delete(&m, e);
+		}
+		if (ok && (dm_tree_reclaim(t, &res) != DM_OK || dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0))
+		{
+			tap_diag("%s: a pass afterwards: %s (%" PRIu64 " half-dead)", what, dm_tree_error(t), st.half_dead);
+			ok = 0;
+		}
+		/* and writes everywhere again */
+		for (int g = 1; ok && g <= REVIVE_GROUPS; g++)
+		{
+			if (dm_tree_insert(t, rk(g, REVIVE_PER), NULL) != DM_OK)
+			{
+				tap_diag("%s: insert %d.%d: %s", what, g, REVIVE_PER, dm_tree_error(t));
+				ok = 0;
+			}
+			m_insert(&m, rk(g, REVIVE_PER));
+		}
+		if (ok && !revive_contents(t, &m, what))
+			ok = 0;
+		dm_tree_get_counters(t, &ctr);
+		revived += ctr.dead_leaves_revived;
+		bad += !ok;
+		dm_tree_destroy(t);
+	}
+	tap_diag("%s: %d runs, %d left B half-dead, %" PRIu64 " leaves revived", name, runs, half_dead_runs, revived);
+	CHECK(bad == 0 && runs > 0 && half_dead_runs > 0,
+		  "%s: a reclaimer killed at each of %" PRIu64 " steps (%d of them leaving B half-dead), A filled: "
+		  "writes in B's range, a pass and the contents are right in every run (%d bad)",
+		  name, nsteps, half_dead_runs, bad);
+	CHECK(revived > 0 && revived <= (uint64_t) half_dead_runs,
+		  "%s: the writers revived B (%" PRIu64 " times in %d half-dead runs)", name, revived, half_dead_runs);
+out:
+	free(cmem);
+	m_free(&m);
+	if (steps != MAP_FAILED)
+		munmap(steps, 4096);
+	if (c)
+		dm_client_destroy(c);
+}
+
+/* RECLAIM_SECTIONS=model,bounded,concurrent,faults,fences,revive (default: all) */
 static int
 want(const char *section)
 {
@@ -1051,6 +1328,11 @@ main(void)
 		for (size_t i = 0; i < 2; i++)
 			test_fences(&transports[i]);
 	tap_diag("fences: %.1f s", (now_ns() - t0) / 1e9);
+	if (!test_key_var() && want("revive"))
+		for (size_t i = 0; i < 2; i++)
+			for (int cached = 0; cached < 2; cached++)
+				test_revive(&transports[i], cached);
+	tap_diag("revive: %.1f s", (now_ns() - t0) / 1e9);
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	tap_diag("total %.1f s", (now_ns() - t0) / 1e9);
 	return tap_done();
