@@ -30,6 +30,39 @@
  * (dm_tree_finish_unlink, called from lock_covering in dm_tree.c); B is
  * then never reused (one node leaked per such crash).  Verify accepts it.
  *
+ * Revival.  Meanwhile A may have filled up (VAR) so that it has no room
+ * for B's high fence: step 3 cannot be done, and every writer reaching B
+ * would fail.  That writer brings B back to life instead (revive_leaf): B
+ * is still DEAD under its lock (taken after A's, the reclaimer's order), a
+ * leaf, empty, at A's high fence; DEAD is cleared and B written in A's
+ * batch after A's version guard (A rewritten as it is).  B is then a live
+ * empty leaf that only A's right link reaches (no downlink in P: step 1's
+ * state, a split's right half whose separator is not up yet), and writers
+ * in [L, H) use it.  Why that is sound:
+ *  - Readers: one that saw B DEAD skipped [L, H) as empty, which it was
+ *    (B died empty and stayed so: no writer writes a DEAD node); one that
+ *    sees B live reads it as the leaf covering [L, H), which it is.  The
+ *    argument below ("dead since td") holds for the last death of X.
+ *  - B is written only if A is still the version under which A.right = B,
+ *    A.high = B.low and A's lack of room were seen: B written with its own
+ *    guard alone could land for a reviver stalled past lock_timeout after
+ *    A had shrunk and another writer finished the unlink, making a live B
+ *    that no live leaf links but stale copies (a parent's from before step
+ *    1, a cursor's of A) still lead to, as the leaf covering [L, H) while A
+ *    holds that range's entries.  B needs no guard of its own: while A is
+ *    that version, nobody else writes B (writers never write DEAD nodes,
+ *    the reclaimer skips them, and B is in no reuse list: it is pushed only
+ *    after step 3 rewrote A); a torn B (a killed step 2) was repaired by
+ *    our lock (dm_node_lock), and a reviver killed in our batch leaves A
+ *    DIRTY with B recorded in its redo slot, as a split's reused node.
+ *  - A's new version also fences off a stalled reclaimer's step 3 (it
+ *    could not land anyway: A was written since its copy, or it would
+ *    have room).  Such a reclaimer then pushes nothing: B is not freed.
+ *  - Later passes never take B (no parent lists it), nor B's right
+ *    neighbour while B has no downlink (its left sibling in P, A, does not
+ *    link it); a descent into [L, H) moves right once more.  Both last
+ *    until REINDEX (a split of B posts only the separator of its new half).
+ *
  * Why "a DEAD leaf reached through a right link whose low fence equals our
  * copy's high fence h has no entries for us" is sound, whatever happened to
  * the address since (freed, reused, dead again): let X be what we read

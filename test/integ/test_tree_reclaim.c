@@ -24,11 +24,11 @@
  *     has no room for its longer high fence stays; the pass, and writes in
  *     its range afterwards, succeed.
  *  6. revive (its own VAR tree, in the FIXED8 run; with and without a
- *     cache of leaves): a
- *     reclaimer killed at each step of one unlink; where it left the empty
- *     leaf half-dead, its left neighbour then fills up (no room for the dead
- *     leaf's fence) and a write in the dead leaf's range revives it instead of
- *     failing; contents, verify and a later pass are right in every run.
+ *     cache of leaves): a reclaimer killed at each step of one unlink;
+ *     where it left the empty leaf half-dead, its left neighbour then fills
+ *     up (no room for the dead leaf's fence) and a write in the dead leaf's
+ *     range revives it instead of failing; contents, verify and a later
+ *     pass are right in every run.
  * TREE_KEY_FORMAT=var (test_tree_reclaim+var) runs it on VAR trees
  * (test/lib/testkeys.h: each key a byte string, the model comparing bytes),
  * section 4 over shm only and only if RECLAIM_SECTIONS names it or
