@@ -28,7 +28,10 @@
  *     where it left the empty leaf half-dead, its left neighbour then fills
  *     up (no room for the dead leaf's fence) and a write in the dead leaf's
  *     range revives it instead of failing; contents, verify and a later
- *     pass are right in every run.
+ *     pass are right in every run.  Then a writer stalled at each step of
+ *     that write while another empties the neighbour and finishes the
+ *     unlink: the stalled revival lands nothing (fenced by the neighbour's
+ *     version), and every write succeeds.
  * TREE_KEY_FORMAT=var (test_tree_reclaim+var) runs it on VAR trees
  * (test/lib/testkeys.h: each key a byte string, the model comparing bytes),
  * section 4 over shm only and only if RECLAIM_SECTIONS names it or
@@ -1092,8 +1095,53 @@ revive_contents(dm_tree *t, const model *m, const char *what)
 	return 1;
 }
 
+/*
+ * The tree above with a reclaim pass killed at step `at` (in a child; steps
+ * its shared word), opened again, through `cache` unless NULL.
+ */
+static dm_tree *
+revive_killed(const transport *tr, dm_client *c, const char *name, dm_tree_name *tn, model *m, uint64_t at,
+			  uint64_t *steps, dm_cache *cache)
+{
+	dm_fault	f = {DM_FAULT_KILL, at, 0, 0};
+	dm_tree    *t = revive_setup(c, name, tn, m);
+	pid_t		p;
+
+	if (t == NULL)
+		return NULL;
+	dm_tree_close(t);
+	if ((p = fork()) == 0)
+		faulty_reclaim(tr, tn, &f, steps, NULL);
+	wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+	if (dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		return NULL;
+	if (cache && dm_tree_use_cache(t, cache, 0) != DM_OK)
+	{
+		dm_tree_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* A fills: 2.4 and 2.5, below B's low fence; 0 (with a diagnostic) if an insert fails. */
+static int
+revive_fill_a(dm_tree *t, model *m, const char *what)
+{
+	for (int i = 4; i <= 5; i++)
+	{
+		if (dm_tree_insert(t, rk(2, i), NULL) != DM_OK)
+		{
+			tap_diag("%s: insert into A: %s", what, dm_tree_error(t));
+			return 0;
+		}
+		m_insert(m, rk(2, i));
+	}
+	return 1;
+}
+
+/* *half_at: the first kill step that left B half-dead (0: none) */
 static void
-test_revive(const transport *tr, int cached)
+test_revive(const transport *tr, int cached, uint64_t *half_at)
 {
 	char		name[64];
 	dm_cache_config ccfg = {256, 256, DM_CACHE_DEX, 1000, 0};
@@ -1138,7 +1186,6 @@ test_revive(const transport *tr, int cached)
 	}
 	for (uint64_t at = 1; at <= nsteps; at++)
 	{
-		dm_fault	f = {DM_FAULT_KILL, at, 0, 0};
 		dm_tree    *t;
 		dm_tree_stats st;
 		dm_tree_counters ctr;
@@ -1148,23 +1195,13 @@ test_revive(const transport *tr, int cached)
 		int			ok = 1,
 					half = 0,
 					found = 0;
-		pid_t		p;
 
 		snprintf(what, sizeof(what), "%s: killed at step %" PRIu64, name, at);
-		if ((t = revive_setup(c, name, &tn, &m)) == NULL)
-		{
-			bad++;
-			continue;
-		}
 		runs++;
-		dm_tree_close(t);
-		if ((p = fork()) == 0)
-			faulty_reclaim(tr, &tn, &f, steps, NULL);
-		wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
 		/* the writes afterwards through a cache of leaves too (A written through its frame), or not */
-		if (dm_tree_open_existing(c, 1, &tn, &t) != DM_OK ||
-			(cached && dm_tree_use_cache(t, dm_cache_init((void *) (((uintptr_t) cmem + 63) & ~(uintptr_t) 63), clen,
-														   &ccfg), 0) != DM_OK))
+		if ((t = revive_killed(tr, c, name, &tn, &m, at, steps,
+							   cached ? dm_cache_init((void *) (((uintptr_t) cmem + 63) & ~(uintptr_t) 63), clen, &ccfg)
+							   : NULL)) == NULL)
 		{
 			bad++;
 			continue;
@@ -1173,18 +1210,11 @@ test_revive(const transport *tr, int cached)
 			ok = 0;
 		half = ok && st.half_dead > 0;
 		half_dead_runs += half;
+		if (half && *half_at == 0)
+			*half_at = at;
 		leaves = st.nodes[0];
-		/* A fills: two more entries of its range (below B's low fence), no split */
-		for (int i = 4; ok && i <= 5; i++)
-		{
-			if (dm_tree_insert(t, rk(2, i), NULL) != DM_OK)
-			{
-				tap_diag("%s: insert into A: %s", what, dm_tree_error(t));
-				ok = 0;
-				break;
-			}
-			m_insert(&m, rk(2, i));
-		}
+		if (ok && !revive_fill_a(t, &m, what))
+			ok = 0;
 		if (ok && half && (dm_tree_stats_get(t, &st) != DM_OK || st.nodes[0] != leaves || st.half_dead == 0))
 		{
 			tap_diag("%s: A split, or B is no longer half-dead (%" PRIu64 " leaves, were %" PRIu64 ")", what,
@@ -1260,6 +1290,143 @@ out:
 		dm_client_destroy(c);
 }
 
+/*
+ * The reviver stalled.  A writer that found B dead and A full stalls past
+ * lock_timeout at a step of its insert in B's range (SLEEP, at each step in
+ * turn) while another takes A's lock over, empties A again (2.4, 2.5 gone:
+ * now A has room) and writes 3.2: that finishes the unlink, and A covers
+ * [L, H).  If the stalled writer had locked A and B and checked B, its
+ * revival must land nothing (B is written only in A's batch, after A's
+ * guard: a B written under B's own guard would come back live with no live
+ * leaf linking it): its insert is redone, into A.  In every run the
+ * contents are right and no half-dead leaf is left; in some, the writer's
+ * revival was fenced off (no revival, a fenced write) while the other
+ * finished the unlink.
+ */
+#define REVIVE_STALL_MS (4 * LOCK_TIMEOUT_MS)	/* the other writer is done after about 1.5 lock_timeouts: room for a loaded machine */
+
+/* Child: insert 3.1 with the stall armed at step `at` (0: none); out: ok, steps, revived, fenced writes. */
+static void
+stalled_writer(const transport *tr, const dm_tree_name *tn, uint64_t at, uint64_t *out)
+{
+	dm_client  *c = connect_client(tr->backend, 0, "stalled writer");
+	dm_tree    *t = NULL;
+	dm_fault	f = {DM_FAULT_SLEEP, at, REVIVE_STALL_MS, 0};
+	dm_tree_counters ctr;
+	uint64_t	s0;
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		_exit(1);
+	s0 = dm_client_steps(c);
+	if (at > 0)
+		dm_client_set_fault(c, &f);
+	out[0] = dm_tree_insert(t, rk(3, 1), NULL) == DM_OK;
+	out[1] = dm_client_steps(c) - s0;
+	dm_tree_get_counters(t, &ctr);
+	out[2] = ctr.dead_leaves_revived;
+	out[3] = ctr.fenced_writes;
+	_exit(0);
+}
+
+static void
+test_revive_stall(const transport *tr, uint64_t half_at)
+{
+	char		name[64];
+	dm_client  *c = connect_client(tr->backend, 0, "revive-stall");
+	dm_tree_name tn;
+	model		m = {0};
+	uint64_t   *sh_words = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t   *out = sh_words + 8;
+	uint64_t	nsteps = 0;
+	int			runs = 0,
+				bad = 0,
+				fenced_off = 0;
+
+	snprintf(name, sizeof(name), "reclaim-revive-stall-%s", tr->name);
+	if (!CHECK(c != NULL && sh_words != MAP_FAILED && half_at > 0, "%s: connect (B half-dead after a kill at step %" PRIu64 ")",
+			   name, half_at))
+		goto out;
+	for (uint64_t at = 0; at == 0 || at <= nsteps; at++)
+	{
+		dm_tree    *t;
+		dm_tree_stats st;
+		dm_tree_counters ctr;
+		dm_reclaim_result res;
+		char		what[128];
+		int			ok = 1,
+					found = 0;
+		pid_t		p;
+
+		snprintf(what, sizeof(what), "%s: stalled at step %" PRIu64, name, at);
+		runs++;
+		if ((t = revive_killed(tr, c, name, &tn, &m, half_at, sh_words, NULL)) == NULL ||
+			dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 1 || !revive_fill_a(t, &m, what))
+		{
+			tap_diag("%s: no half-dead leaf with a full left neighbour", what);
+			bad++;
+			if (t)
+				dm_tree_destroy(t);
+			continue;
+		}
+		memset(out, 0, 4 * sizeof(uint64_t));
+		if ((p = fork()) == 0)
+			stalled_writer(tr, &tn, at, out);
+		if (at == 0)
+			wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		else
+			usleep(LOCK_TIMEOUT_MS * 1000 / 3);
+		/* A emptied again (its lock taken over if the writer holds it), then a write in B's range */
+		for (int i = 4; ok && i <= 5; i++)
+		{
+			if (dm_tree_delete(t, rk(2, i), &found) != DM_OK || !found)
+			{
+				tap_diag("%s: delete from A: %s", what, dm_tree_error(t));
+				ok = 0;
+			}
+			m_delete(&m, rk(2, i));
+		}
+		if (ok && dm_tree_insert(t, rk(3, 2), NULL) != DM_OK)
+		{
+			tap_diag("%s: insert 3.2: %s", what, dm_tree_error(t));
+			ok = 0;
+		}
+		m_insert(&m, rk(3, 2));
+		if (at > 0)
+			wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		if (at == 0)
+			nsteps = out[1];
+		if (!out[0])
+		{
+			tap_diag("%s: the stalled writer's insert of 3.1 failed", what);
+			ok = 0;
+		}
+		m_insert(&m, rk(3, 1));
+		dm_tree_get_counters(t, &ctr);
+		if (out[2] == 0 && out[3] > 0 && ctr.unlinks_finished > 0)
+			fenced_off++;
+		if (ok && (!revive_contents(t, &m, what) || dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0 ||
+				   dm_tree_reclaim(t, &res) != DM_OK || !revive_contents(t, &m, what)))
+		{
+			tap_diag("%s: afterwards: %s (%" PRIu64 " half-dead)", what, dm_tree_error(t), st.half_dead);
+			ok = 0;
+		}
+		bad += !ok;
+		dm_tree_destroy(t);
+	}
+	tap_diag("%s: %d runs; in %d the stalled writer's revival was fenced off while another finished the unlink",
+			 name, runs, fenced_off);
+	CHECK(bad == 0 && nsteps > 0, "%s: a writer stalled at each of %" PRIu64 " steps of its insert in B's range while "
+		  "another empties A and writes there: every write succeeds, contents right (%d bad)", name, nsteps, bad);
+	CHECK(fenced_off > 0, "%s: some stalled revival was fenced off by A's guard while the other writer finished the "
+		  "unlink (%d runs)", name, fenced_off);
+out:
+	m_free(&m);
+	if (sh_words != MAP_FAILED)
+		munmap(sh_words, 4096);
+	if (c)
+		dm_client_destroy(c);
+}
+
 /* RECLAIM_SECTIONS=model,bounded,concurrent,faults,fences,revive (default: all) */
 static int
 want(const char *section)
@@ -1330,8 +1497,14 @@ main(void)
 	tap_diag("fences: %.1f s", (now_ns() - t0) / 1e9);
 	if (!test_key_var() && want("revive"))
 		for (size_t i = 0; i < 2; i++)
-			for (int cached = 0; cached < 2; cached++)
-				test_revive(&transports[i], cached);
+		{
+			uint64_t	half_at = 0,
+						unused = 0;
+
+			test_revive(&transports[i], 0, &half_at);
+			test_revive(&transports[i], 1, &unused);
+			test_revive_stall(&transports[i], half_at);
+		}
 	tap_diag("revive: %.1f s", (now_ns() - t0) / 1e9);
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	tap_diag("total %.1f s", (now_ns() - t0) / 1e9);
