@@ -32,6 +32,10 @@
  *     that write while another empties the neighbour and finishes the
  *     unlink: the stalled revival lands nothing (fenced by the neighbour's
  *     version), and every write succeeds.
+ *  7. torn (shm, after section 6's first sweep): the reviver killed right
+ *     after each step of its write, then after each stored word of its
+ *     revival's batch: B is dead or live afterwards, never torn, and the
+ *     next write, the contents, both scans and a pass are right.
  * TREE_KEY_FORMAT=var (test_tree_reclaim+var) runs it on VAR trees
  * (test/lib/testkeys.h: each key a byte string, the model comparing bytes),
  * section 4 over shm only and only if RECLAIM_SECTIONS names it or
@@ -1099,11 +1103,15 @@ revive_contents(dm_tree *t, const model *m, const char *what)
 
 /*
  * The tree above with a reclaim pass killed at step `at` (in a child; steps
- * its shared word), opened again, through `cache` unless NULL.
+ * its shared word), opened again, through `cache` unless NULL.  With
+ * `replica`: before the pass, a read-only replica handle through `rcache`
+ * (its own cache) read every entry, so its cache keeps the parent as it
+ * was before the pass took B's downlink (a standby's copy: inner nodes may
+ * be stale there, descents correct themselves by fences).
  */
 static dm_tree *
 revive_killed(const transport *tr, dm_client *c, const char *name, dm_tree_name *tn, model *m, uint64_t at,
-			  uint64_t *steps, dm_cache *cache)
+			  uint64_t *steps, dm_cache *cache, dm_tree **replica, dm_cache *rcache)
 {
 	dm_fault	f = {DM_FAULT_KILL, at, 0, 0};
 	dm_tree    *t = revive_setup(c, name, tn, m);
@@ -1112,6 +1120,22 @@ revive_killed(const transport *tr, dm_client *c, const char *name, dm_tree_name 
 	if (t == NULL)
 		return NULL;
 	dm_tree_close(t);
+	if (replica)
+	{
+		*replica = NULL;
+		if (dm_tree_open_existing(c, 1, tn, replica) != DM_OK)
+			return NULL;
+		dm_tree_set_replica(*replica, 1);
+		if (dm_tree_use_cache(*replica, rcache, 0) != DM_OK)
+			return NULL;
+		for (size_t i = 0; i < m->n; i++)
+		{
+			int			found = 0;
+
+			if (dm_tree_contains(*replica, m->e[i], &found) != DM_OK || !found)
+				return NULL;
+		}
+	}
 	if ((p = fork()) == 0)
 		faulty_reclaim(tr, tn, &f, steps, NULL);
 	wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
@@ -1203,7 +1227,7 @@ test_revive(const transport *tr, int cached, uint64_t *half_at)
 		/* the writes afterwards through a cache of leaves too (A written through its frame), or not */
 		if ((t = revive_killed(tr, c, name, &tn, &m, at, steps,
 							   cached ? dm_cache_init((void *) (((uintptr_t) cmem + 63) & ~(uintptr_t) 63), clen, &ccfg)
-							   : NULL)) == NULL)
+							   : NULL, NULL, NULL)) == NULL)
 		{
 			bad++;
 			continue;
@@ -1343,14 +1367,19 @@ test_revive_stall(const transport *tr, uint64_t half_at)
 	int			runs = 0,
 				bad = 0,
 				fenced_off = 0;
+	/* the replica's own cache (a standby's), where the parent stays as it was before the pass */
+	dm_cache_config rcfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		rlen = dm_cache_shmem_size(&rcfg);
+	void	   *rmem = malloc(rlen + 64);
 
 	snprintf(name, sizeof(name), "reclaim-revive-stall-%s", tr->name);
-	if (!CHECK(c != NULL && sh_words != MAP_FAILED && half_at > 0, "%s: connect (B half-dead after a kill at step %" PRIu64 ")",
-			   name, half_at))
+	if (!CHECK(c != NULL && sh_words != MAP_FAILED && half_at > 0 && rmem != NULL,
+			   "%s: connect (B half-dead after a kill at step %" PRIu64 ")", name, half_at))
 		goto out;
 	for (uint64_t at = 0; at == 0 || at <= nsteps; at++)
 	{
-		dm_tree    *t;
+		dm_tree    *t,
+				   *rt = NULL;
 		dm_tree_stats st;
 		dm_tree_counters ctr;
 		dm_reclaim_result res;
@@ -1361,13 +1390,16 @@ test_revive_stall(const transport *tr, uint64_t half_at)
 
 		snprintf(what, sizeof(what), "%s: stalled at step %" PRIu64, name, at);
 		runs++;
-		if ((t = revive_killed(tr, c, name, &tn, &m, half_at, sh_words, NULL)) == NULL ||
+		if ((t = revive_killed(tr, c, name, &tn, &m, half_at, sh_words, NULL, &rt,
+							   dm_cache_init((void *) (((uintptr_t) rmem + 63) & ~(uintptr_t) 63), rlen, &rcfg))) == NULL ||
 			dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 1 || !revive_fill_a(t, &m, what))
 		{
 			tap_diag("%s: no half-dead leaf with a full left neighbour", what);
 			bad++;
 			if (t)
 				dm_tree_destroy(t);
+			if (rt)
+				dm_tree_close(rt);
 			continue;
 		}
 		memset(out, 0, 4 * sizeof(uint64_t));
@@ -1406,6 +1438,20 @@ test_revive_stall(const transport *tr, uint64_t half_at)
 		dm_tree_get_counters(t, &ctr);
 		if (out[2] == 0 && out[3] > 0 && ctr.unlinks_finished > 0)
 			fenced_off++;
+		/*
+		 * The replica's lookups descend through its copy of the parent from
+		 * before the pass, which still lists B: a B brought back although
+		 * A took its range would be taken for the leaf of 3.1 and 3.2.
+		 */
+		for (int i = 1; ok && i <= 2; i++)
+		{
+			found = 0;
+			if (dm_tree_contains(rt, rk(3, i), &found) != DM_OK || !found)
+			{
+				tap_diag("%s: the replica does not find 3.%d: %s", what, i, dm_tree_error(rt));
+				ok = 0;
+			}
+		}
 		if (ok && (!revive_contents(t, &m, what) || dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0 ||
 				   dm_tree_reclaim(t, &res) != DM_OK || !revive_contents(t, &m, what)))
 		{
@@ -1413,6 +1459,7 @@ test_revive_stall(const transport *tr, uint64_t half_at)
 			ok = 0;
 		}
 		bad += !ok;
+		dm_tree_close(rt);
 		dm_tree_destroy(t);
 	}
 	tap_diag("%s: %d runs; in %d the stalled writer's revival was fenced off while another finished the unlink",
@@ -1422,6 +1469,7 @@ test_revive_stall(const transport *tr, uint64_t half_at)
 	CHECK(fenced_off > 0, "%s: some stalled revival was fenced off by A's guard while the other writer finished the "
 		  "unlink (%d runs)", name, fenced_off);
 out:
+	free(rmem);
 	m_free(&m);
 	if (sh_words != MAP_FAILED)
 		munmap(sh_words, 4096);
@@ -1429,7 +1477,221 @@ out:
 		dm_client_destroy(c);
 }
 
-/* RECLAIM_SECTIONS=model,bounded,concurrent,faults,fences,revive (default: all) */
+/* ---- 7. the reviver killed between two stored words ------------------------------ */
+
+/*
+ * The reviver killed in the middle of its writes over shm (a tcp batch
+ * executes whole: there the kill is section 6's).  Its batch stores A's
+ * image and B's record in its redo slot, then A's guard, B's words (lock
+ * and DIRTY version, body, clean version), A's; whoever takes its locks
+ * over repairs A, and B first if B's words were begun (dm_tree_redo.c,
+ * repair_second), or finds B untouched and dead.  B must never stay
+ * half-revived: first the writer is killed right after each step of its
+ * insert in B's range (the first step after which B is live is the
+ * revival's batch), then after each stored word of that batch.  In every
+ * run the next write in B's range succeeds, no leaf is half-dead, the tree
+ * verifies, scans both ways and lookups equal the model (with 3.1, the
+ * killed insert, if it landed: a repair finishes a write that was under
+ * way), and a pass succeeds.
+ */
+static void
+torn_writer(const transport *tr, const dm_tree_name *tn, uint64_t at, uint32_t words)
+{
+	dm_client  *c = connect_client(tr->backend, 0, "torn writer");
+	dm_tree    *t = NULL;
+	dm_fault	f = {DM_FAULT_KILL_MID, at, 0, words};
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		_exit(1);
+	dm_client_set_fault(c, &f);
+	(void) dm_tree_insert(t, rk(3, 1), NULL);
+	_exit(0);
+}
+
+/* Both scan directions equal the model, quietly (a diagnostic and 0 if not). */
+static int
+revive_scans(dm_tree *t, const model *m, const char *what)
+{
+	for (int bw = 0; bw < 2; bw++)
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
+		dm_iter    *it;
+		dm_entry	e;
+		size_t		i = 0;
+		int			rc;
+
+		if (dm_iter_open(t, &r, &it) != DM_OK)
+		{
+			tap_diag("%s: scan: %s", what, dm_tree_error(t));
+			return 0;
+		}
+		while ((rc = dm_iter_next(it, &e)) == 1)
+		{
+			if (i >= m->n || dm_entry_cmp(e, m->e[bw ? m->n - 1 - i : i]) != 0)
+			{
+				tap_diag("%s: %s scan: entry %zu is %s", what, bw ? "backward" : "forward", i, E(e));
+				dm_iter_close(it);
+				return 0;
+			}
+			i++;
+		}
+		dm_iter_close(it);
+		if (rc != 0 || i != m->n)
+		{
+			tap_diag("%s: %s scan: rc %d, %zu entries of %zu", what, bw ? "backward" : "forward", rc, i, m->n);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * One run: B half-dead, A full, the writer of 3.1 killed at step `at` after
+ * `words` stored words.  1 if everything is right afterwards; *live: B was
+ * live right after the kill (once whatever it left torn was repaired).
+ */
+static int
+torn_run(const transport *tr, dm_client *c, const char *name, uint64_t half_at, uint64_t at, uint32_t words,
+		 uint64_t *scratch, int *live)
+{
+	dm_tree_name tn;
+	model		m = {0};
+	dm_tree    *t;
+	dm_tree_stats st;
+	dm_reclaim_result res;
+	char		what[128];
+	int			ok = 1,
+				found = 0;
+	pid_t		p;
+
+	*live = 0;
+	snprintf(what, sizeof(what), "%s: killed at step %" PRIu64 " after %u words", name, at, words);
+	if ((t = revive_killed(tr, c, name, &tn, &m, half_at, scratch, NULL, NULL, NULL)) == NULL ||
+		dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 1 || !revive_fill_a(t, &m, what))
+	{
+		tap_diag("%s: no half-dead leaf with a full left neighbour", what);
+		if (t)
+			dm_tree_destroy(t);
+		m_free(&m);
+		return 0;
+	}
+	if ((p = fork()) == 0)
+		torn_writer(tr, &tn, at, words);
+	wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+	/* the walk reads every node: one left mid-write is repaired by the read's lock takeover */
+	if (dm_tree_stats_get(t, &st) != DM_OK)
+	{
+		tap_diag("%s: stats: %s", what, dm_tree_error(t));
+		ok = 0;
+	}
+	*live = ok && st.half_dead == 0;
+	if (ok && dm_tree_contains(t, rk(3, 1), &found) != DM_OK)
+		ok = 0;
+	if (ok && found)
+		m_insert(&m, rk(3, 1));
+	if (ok && dm_tree_insert(t, rk(3, 2), NULL) != DM_OK)
+	{
+		tap_diag("%s: insert 3.2: %s", what, dm_tree_error(t));
+		ok = 0;
+	}
+	if (ok)
+		m_insert(&m, rk(3, 2));
+	if (ok && (dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0))
+	{
+		tap_diag("%s: a half-dead leaf after a write in its range", what);
+		ok = 0;
+	}
+	if (ok && (!revive_contents(t, &m, what) || !revive_scans(t, &m, what)))
+		ok = 0;
+	if (ok && (dm_tree_reclaim(t, &res) != DM_OK || !revive_contents(t, &m, what)))
+	{
+		tap_diag("%s: a pass afterwards: %s", what, dm_tree_error(t));
+		ok = 0;
+	}
+	dm_tree_destroy(t);
+	m_free(&m);
+	return ok;
+}
+
+static void
+test_revive_torn(const transport *tr, uint64_t half_at)
+{
+	char		name[64];
+	dm_client  *c;
+	uint64_t   *sh_words;
+	uint64_t	nsteps = 0,
+				rs = 0;
+	int			runs = 0,
+				bad = 0,
+				live = 0,
+				dead_runs = 0,
+				live_runs = 0,
+				stride = getenv("RECLAIM_FAULT_STRIDE") ? atoi(getenv("RECLAIM_FAULT_STRIDE")) : 2;
+
+	if (tr->backend != DM_BACKEND_SHM)
+		return;
+	if (stride < 1)
+		stride = 1;
+	snprintf(name, sizeof(name), "reclaim-revive-torn-%s", tr->name);
+	c = connect_client(tr->backend, 0, "revive-torn");
+	sh_words = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!CHECK(c != NULL && sh_words != MAP_FAILED && half_at > 0, "%s: connect", name))
+		goto out;
+	/* the insert's steps, unfaulted (it revives B) */
+	{
+		dm_tree_name tn;
+		model		m = {0};
+		dm_tree    *t = revive_killed(tr, c, name, &tn, &m, half_at, sh_words, NULL, NULL, NULL);
+		uint64_t   *o = sh_words + 8;
+		pid_t		p;
+
+		if (t != NULL && revive_fill_a(t, &m, name))
+		{
+			memset(o, 0, 4 * sizeof(uint64_t));
+			if ((p = fork()) == 0)
+				stalled_writer(tr, &tn, 0, o);
+			wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+			nsteps = o[0] && o[2] == 1 ? o[1] : 0;
+		}
+		if (t)
+			dm_tree_destroy(t);
+		m_free(&m);
+	}
+	if (!CHECK(nsteps > 0, "%s: the unfaulted insert revives B (%" PRIu64 " steps)", name, nsteps))
+		goto out;
+	/* killed right after each step (more words than any batch stores) */
+	for (uint64_t at = 1; at <= nsteps; at++)
+	{
+		runs++;
+		bad += !torn_run(tr, c, name, half_at, at, UINT32_C(1) << 20, sh_words, &live);
+		if (live && rs == 0)
+			rs = at;
+	}
+	if (!CHECK(rs > 0, "%s: killed right after step %" PRIu64 " of %" PRIu64 ", B is live: the revival's batch", name,
+			   rs, nsteps))
+		goto out;
+	/* killed after each word of that batch (every stride-th: RECLAIM_FAULT_STRIDE, default 2) */
+	for (uint32_t w = 1; w <= 120; w += (uint32_t) stride)
+	{
+		runs++;
+		bad += !torn_run(tr, c, name, half_at, rs, w, sh_words, &live);
+		live_runs += live;
+		dead_runs += !live;
+	}
+	tap_diag("%s: %d runs; killed inside the revival's batch, B was dead after %d and live after %d", name, runs,
+			 dead_runs, live_runs);
+	CHECK(bad == 0, "%s: a reviver killed after each step and each word of its revival: B dead or live, never "
+		  "torn, writes in its range succeed, contents right (%d runs, %d bad)", name, runs, bad);
+	CHECK(dead_runs > 0 && live_runs > 0, "%s: kills inside the batch left B dead (%d) and live (%d)", name,
+		  dead_runs, live_runs);
+out:
+	if (sh_words != MAP_FAILED)
+		munmap(sh_words, 4096);
+	if (c)
+		dm_client_destroy(c);
+}
+
+/* RECLAIM_SECTIONS=model,bounded,concurrent,faults,fences,revive,torn (default: all) */
 static int
 want(const char *section)
 {
@@ -1497,15 +1759,21 @@ main(void)
 		for (size_t i = 0; i < 2; i++)
 			test_fences(&transports[i]);
 	tap_diag("fences: %.1f s", (now_ns() - t0) / 1e9);
-	if (!test_key_var() && want("revive"))
+	/* torn needs the kill step that leaves B half-dead: section 6's first sweep finds it */
+	if (!test_key_var() && (want("revive") || want("torn")))
 		for (size_t i = 0; i < 2; i++)
 		{
 			uint64_t	half_at = 0,
 						unused = 0;
 
 			test_revive(&transports[i], 0, &half_at);
-			test_revive(&transports[i], 1, &unused);
-			test_revive_stall(&transports[i], half_at);
+			if (want("revive"))
+			{
+				test_revive(&transports[i], 1, &unused);
+				test_revive_stall(&transports[i], half_at);
+			}
+			if (want("torn"))
+				test_revive_torn(&transports[i], half_at);
 		}
 	tap_diag("revive: %.1f s", (now_ns() - t0) / 1e9);
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
