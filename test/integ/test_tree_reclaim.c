@@ -728,7 +728,7 @@ test_faults(const transport *tr)
 	uint64_t	nsteps = 0;
 	int			runs = 0,
 				bad = 0,
-				stride = getenv("RECLAIM_FAULT_STRIDE") ? atoi(getenv("RECLAIM_FAULT_STRIDE")) : 2;
+				stride = getenv("RECLAIM_TORN_STRIDE") ? atoi(getenv("RECLAIM_TORN_STRIDE")) : 1;
 	uint64_t	half_dead = 0,
 				finished = 0;
 	uint64_t   *steps = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1670,8 +1670,13 @@ test_revive_torn(const transport *tr, uint64_t half_at)
 	if (!CHECK(rs > 0, "%s: killed right after step %" PRIu64 " of %" PRIu64 ", B is live: the revival's batch", name,
 			   rs, nsteps))
 		goto out;
-	/* killed after each word of that batch (every stride-th: RECLAIM_FAULT_STRIDE, default 2) */
-	for (uint32_t w = 1; w <= 120; w += (uint32_t) stride)
+	/*
+	 * Killed after each word of that batch (every stride-th:
+	 * RECLAIM_TORN_STRIDE, default 1: B's first word is half of a 16-byte
+	 * store).  With 256-byte nodes it stores about 80 words: A's image and
+	 * B's record in the slot, then B's, then A's.
+	 */
+	for (uint32_t w = 1; w <= 100; w += (uint32_t) stride)
 	{
 		runs++;
 		bad += !torn_run(tr, c, name, half_at, rs, w, sh_words, &live);
