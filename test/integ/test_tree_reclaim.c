@@ -728,7 +728,7 @@ test_faults(const transport *tr)
 	uint64_t	nsteps = 0;
 	int			runs = 0,
 				bad = 0,
-				stride = getenv("RECLAIM_TORN_STRIDE") ? atoi(getenv("RECLAIM_TORN_STRIDE")) : 1;
+				stride = getenv("RECLAIM_FAULT_STRIDE") ? atoi(getenv("RECLAIM_FAULT_STRIDE")) : 2;
 	uint64_t	half_dead = 0,
 				finished = 0;
 	uint64_t   *steps = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1626,7 +1626,7 @@ test_revive_torn(const transport *tr, uint64_t half_at)
 				live = 0,
 				dead_runs = 0,
 				live_runs = 0,
-				stride = getenv("RECLAIM_FAULT_STRIDE") ? atoi(getenv("RECLAIM_FAULT_STRIDE")) : 2;
+				stride = getenv("RECLAIM_TORN_STRIDE") ? atoi(getenv("RECLAIM_TORN_STRIDE")) : 1;
 
 	if (tr->backend != DM_BACKEND_SHM)
 		return;
