@@ -77,13 +77,16 @@ echo "== C tests again, built with AddressSanitizer and UBSan (TREE_SCALE=${ASAN
 # sanitized FIXED8 runs of test_tree_model and test_tree_faults run over tcp:
 # the hopscotch and VAR variants of those two (the leaf and key formats live
 # above the transport), and test_tree_reclaim (its fault sweep, minutes;
-# there late and kill-mid at every 4th step, fail and kill at every step)
+# there late and kill-mid at every 4th step, fail and kill at every step);
+# test_tree_faults' torn split (not into a reused node) at half of its
+# step x word pairs, rotating
 ASAN_SHM_ONLY=${ASAN_SHM_ONLY-test_tree_model+hop test_tree_model+var test_tree_faults+hop test_tree_faults+var test_tree_reclaim}
 ctest_out=$(mktemp)
 if make -s -j"$(nproc)" standalone BUILD=build/asan \
         SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" >/tmp/dmindex-asan-build.log 2>&1; then
     LSAN_OPTIONS=suppressions=$ROOT/test/lsan.supp TREE_SCALE=${ASAN_TREE_SCALE:-25} BUILD_DIR=build/asan \
         C_TEST_SHM_ONLY="$ASAN_SHM_ONLY" RECLAIM_FAULT_STRIDE=${RECLAIM_FAULT_STRIDE:-4} \
+        FAULT_TORN_SAMPLE=${FAULT_TORN_SAMPLE:-2} \
         bash test/run-c-tests.sh 2>&1 | tee "$ctest_out"
 else
     tail -n 30 /tmp/dmindex-asan-build.log
