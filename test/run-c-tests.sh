@@ -36,6 +36,14 @@
 # test/lib/testkeys.h: each test key as a prefix-free byte string).
 # DM_TEST_VAR_ALL=1 adds those of VAR_VARIANTS_ALL (longer) and runs
 # test_tree_reclaim+var whole (its section 4, the faulty reclaimer, adds 95 s).
+# C_TEST_SHM_ONLY="NAME[+variant] ..." runs those over shm only
+# (TREE_BACKEND=shm; the tree tests that take it: test_tree_model,
+# test_tree_faults, test_tree_concurrency, test_tree_reclaim): run-tests.sh
+# sets it for the sanitized run, whose long variants' tcp halves repeat what
+# the unsanitized run and the sanitized FIXED8 run check over tcp.
+# test_tree_reclaim's section 7 runs in a short form (a binary search over
+# the reviver's steps, every 10th word of its batch, ~12 s);
+# RECLAIM_TORN_STRIDE=1 runs every step and word (~95 s).
 # BUILD_DIR (default build) runs the binaries of another build directory,
 # with its memnode: the sanitized build (Makefile: SANITIZE).
 # Exit status 0 iff everything passed.
@@ -120,8 +128,10 @@ for entry in "${bins[@]}"; do
 	# die with it: they are started with PR_SET_PDEATHSIG)
 	scale=${TREE_SCALE:-}
 	[ -n "$offload" ] && scale=$offload_scale
+	backend=${TREE_BACKEND:-}
+	case " ${C_TEST_SHM_ONLY:-} " in *" $name "*) backend=shm ;; esac
 	DM_TEST_AUTH=$auth DM_TEST_TRANSPORT=$transport TREE_OFFLOAD=$offload TREE_SCALE=$scale \
-		TREE_LEAF_FORMAT=$leaf TREE_KEY_FORMAT=$keyfmt env ${tls:+UCX_TLS=$tls} \
+		TREE_LEAF_FORMAT=$leaf TREE_KEY_FORMAT=$keyfmt env ${tls:+UCX_TLS=$tls} ${backend:+TREE_BACKEND=$backend} \
 		timeout -k 10 "$timeout_s" "$bin" >"$tap" 2>"$log" </dev/null
 	rc=$?
 	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')

@@ -670,6 +670,8 @@ typedef struct dm_tree_counters
 	uint64_t	leaves_reclaimed;	/* empty leaves this handle took out (dm_tree_reclaim) */
 	uint64_t	nodes_reused;	/* nodes its splits took from the tree's reuse list */
 	uint64_t	unlinks_finished;	/* unlinks of a dead reclaimer this handle finished */
+	uint64_t	dead_leaves_revived;	/* half-dead VAR leaves it brought back because their
+										 * left neighbour had no room for their high fence */
 	uint64_t	redo_slots_lost;	/* redo slots it left to the tree instead of freeing them:
 									 * a write of its abandoned (timed out) may still use them */
 	uint64_t	hop_reads;		/* lookups answered by one neighbourhood read (hopscotch leaves) */

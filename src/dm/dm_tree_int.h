@@ -385,9 +385,11 @@ extern int	dm_tree_reuse_free_slots(dm_tree *t, int *n);
 /*
  * The locked node (wl, copy buf) has as right sibling a DEAD node (copy
  * rbuf) whose low fence is buf's high fence: finish that unlink (buf takes
- * its range) and release the lock.  DM_OK or DM_TREE_STALE; descend again.
+ * its range; or, a VAR leaf with no room for the dead one's high fence,
+ * brings the dead leaf back instead, rbuf used as scratch) and release the
+ * lock.  DM_OK or DM_TREE_STALE; descend again.
  */
-extern int	dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, const void *rbuf);
+extern int	dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, void *rbuf);
 
 /* dm_tree_own.c */
 extern int	dm_tree_own_class(const dm_tree *t, dm_entry low, dm_entry high);

@@ -30,6 +30,39 @@
  * (dm_tree_finish_unlink, called from lock_covering in dm_tree.c); B is
  * then never reused (one node leaked per such crash).  Verify accepts it.
  *
+ * Revival.  Meanwhile A may have filled up (VAR) so that it has no room
+ * for B's high fence: step 3 cannot be done, and every writer reaching B
+ * would fail.  That writer brings B back to life instead (revive_leaf): B
+ * is still DEAD under its lock (taken after A's, the reclaimer's order), a
+ * leaf, empty, at A's high fence; DEAD is cleared and B written in A's
+ * batch after A's version guard (A rewritten as it is).  B is then a live
+ * empty leaf that only A's right link reaches (no downlink in P: step 1's
+ * state, a split's right half whose separator is not up yet), and writers
+ * in [L, H) use it.  Why that is sound:
+ *  - Readers: one that saw B DEAD skipped [L, H) as empty, which it was
+ *    (B died empty and stayed so: no writer writes a DEAD node); one that
+ *    sees B live reads it as the leaf covering [L, H), which it is.  The
+ *    argument below ("dead since td") holds for the last death of X.
+ *  - B is written only if A is still the version under which A.right = B,
+ *    A.high = B.low and A's lack of room were seen: B written with its own
+ *    guard alone could land for a reviver stalled past lock_timeout after
+ *    A had shrunk and another writer finished the unlink, making a live B
+ *    that no live leaf links but stale copies (a parent's from before step
+ *    1, a cursor's of A) still lead to, as the leaf covering [L, H) while A
+ *    holds that range's entries.  B needs no guard of its own: while A is
+ *    that version, nobody else writes B (writers never write DEAD nodes,
+ *    the reclaimer skips them, and B is in no reuse list: it is pushed only
+ *    after step 3 rewrote A); a torn B (a killed step 2) was repaired by
+ *    our lock (dm_node_lock), and a reviver killed in our batch leaves A
+ *    DIRTY with B recorded in its redo slot, as a split's reused node.
+ *  - A's new version also fences off a stalled reclaimer's step 3 (it
+ *    could not land anyway: A was written since its copy, or it would
+ *    have room).  Such a reclaimer then pushes nothing: B is not freed.
+ *  - Later passes never take B (no parent lists it), nor B's right
+ *    neighbour while B has no downlink (its left sibling in P, A, does not
+ *    link it); a descent into [L, H) moves right once more.  Both last
+ *    until REINDEX (a split of B posts only the separator of its new half).
+ *
  * Why "a DEAD leaf reached through a right link whose low fence equals our
  * copy's high fence h has no entries for us" is sound, whatever happened to
  * the address since (freed, reused, dead again): let X be what we read
@@ -97,26 +130,104 @@
 #include "dm_tree_int.h"
 
 /*
+ * Revive: we hold the VAR leaf A at wa (copy in abuf, its version v), whose
+ * right sibling B = A.right was found DEAD with low fence = A's high fence,
+ * and A has no room for B's high fence, so the unlink cannot be finished.
+ * Bring B back instead: under B's lock (taken after A's, the reclaimer's
+ * order), make sure it is still DEAD, a leaf, empty and at A's high fence,
+ * clear DEAD and write it in A's batch, after A's guard (A rewritten as it
+ * is, with version v+1; dm_tree_io.c's "new nodes of a split": B is on A's
+ * memnode, as unlink_leaf requires).  So B comes back only if A is still
+ * the version we hold: a reviver whose lock on A was taken over while it
+ * stalled, after which A shrank and another writer did finish the unlink,
+ * cannot make a live B that no live leaf links (a stale copy of A or of P
+ * would lead readers into it as into the leaf covering [L, H), while A
+ * holds that range's entries).  B then is a live empty leaf that only A's
+ * right link reaches, as a split's right half whose separator is not up
+ * yet.  A's lock is released (and B's) either way; DM_OK, or DM_TREE_STALE
+ * (B changed meanwhile): descend again.  bbuf is scratch for B.
+ */
+static int
+revive_leaf(dm_tree *t, dm_wlock *wa, void *abuf, void *bbuf)
+{
+	dm_gaddr	baddr = NODE_HDR(abuf)->right;
+	dm_node_hdr *bh = NODE_HDR(bbuf);
+	uint8_t    *bp = bbuf;
+	uint64_t	held = 0;
+	int			rc;
+
+	if (dm_gaddr_node(baddr) != dm_gaddr_node(wa->addr))
+	{
+		(void) dm_node_wunlock(t, wa, abuf, 0, 0, NULL, NULL);
+		return dm_tree_fail(t, DM_ERR_CORRUPT, "dead leaf 0x%llx is not on the memnode of its left neighbour 0x%llx",
+							(unsigned long long) baddr, (unsigned long long) wa->addr);
+	}
+	/* remotely: B is DEAD, so no frame holds it (cacheable()), nor will the revived one until read */
+	if ((rc = dm_node_lock(t, baddr, bbuf, &held)) != DM_OK)
+	{
+		(void) dm_node_wunlock(t, wa, abuf, 0, 0, NULL, NULL);
+		return rc;
+	}
+	if (bh->level != 0 || !(bh->flags & DM_NODE_DEAD) || bh->count != 0 ||
+		dm_entry_cmp(dm_node_low(bbuf), dm_node_high(abuf)) != 0)
+	{
+		(void) dm_node_unlock(t, baddr, held);
+		(void) dm_node_wunlock(t, wa, abuf, 0, 0, NULL, NULL);
+		return DM_TREE_STALE;
+	}
+	bh->flags &= ~DM_NODE_DEAD;
+	/* B's lock word is cleared by the write of B (its lock is ours) */
+	rc = dm_node_wunlock(t, wa, abuf, 1, 1, &baddr, &bp);
+	if (rc != DM_OK)
+	{
+		/* nothing landed (or, on a transport error, perhaps all: then this CAS finds no lock of ours) */
+		(void) dm_node_unlock(t, baddr, held);
+		return rc;
+	}
+	t->ctr.dead_leaves_revived++;
+	return DM_OK;
+}
+
+/*
+ * Step 3 on the locked A (wl, copy buf) whose right sibling (copy rbuf) is
+ * DEAD with low fence = A's high fence: A takes the dead node's range
+ * (*took = 1), or, a VAR leaf with no room for its high fence, the dead leaf
+ * is revived (*took = 0).  The lock is released either way.
+ */
+static int
+take_or_revive(dm_tree *t, dm_wlock *wl, void *buf, void *rbuf, int *took)
+{
+	int			rc;
+
+	*took = 0;
+	rc = dm_node_set_fences(buf, dm_node_low(buf), dm_node_high(rbuf));
+	if (rc == DM_ERR_TOOBIG)
+		return revive_leaf(t, wl, buf, rbuf);
+	if (rc != DM_OK)
+	{
+		(void) dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
+		return dm_tree_fail(t, rc, "a leaf cannot take its dead neighbour's fence");
+	}
+	NODE_HDR(buf)->right = NODE_HDR(rbuf)->right;
+	if ((rc = dm_node_wunlock(t, wl, buf, 1, 0, NULL, NULL)) == DM_OK)
+		*took = 1;
+	return rc;
+}
+
+/*
  * We hold the node at wl (copy in buf, at `level`), and its right sibling
  * (copy in rbuf) is DEAD with low fence = our high fence: an unlink whose
- * last step never happened.  Take the dead node's range (step 3).  The lock
+ * last step never happened.  Finish it (or revive the dead leaf).  The lock
  * is released either way; DM_OK or DM_TREE_STALE: descend again.
  */
 int
-dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, const void *rbuf)
+dm_tree_finish_unlink(dm_tree *t, dm_wlock *wl, void *buf, void *rbuf)
 {
-	dm_node_hdr *h = NODE_HDR(buf);
-	const dm_node_hdr *rh = NODE_HDR(rbuf);
-	int			rc;
+	int			took,
+				rc;
 
-	if ((rc = dm_node_set_fences(buf, dm_node_low(buf), dm_node_high(rbuf))) != DM_OK)
-	{
-		dm_node_wunlock(t, wl, buf, 0, 0, NULL, NULL);
-		return dm_tree_fail(t, rc, "a leaf cannot take its dead neighbour's fence");
-	}
-	h->right = rh->right;
-	rc = dm_node_wunlock(t, wl, buf, 1, 0, NULL, NULL);
-	if (rc == DM_OK)
+	rc = take_or_revive(t, wl, buf, rbuf, &took);
+	if (rc == DM_OK && took)
 		t->ctr.unlinks_finished++;
 	return rc;
 }
@@ -167,6 +278,7 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 			   *bh = NODE_HDR(bbuf),
 			   *ph = NODE_HDR(pbuf);
 	int			rc,
+				took,
 				pushed;
 
 	*done = 0;
@@ -232,17 +344,15 @@ unlink_leaf(dm_tree *t, dm_gaddr paddr, dm_gaddr aaddr, dm_gaddr baddr, uint8_t 
 	if (rc != DM_OK)
 		goto fail;
 
-	/* step 3: A takes B's range */
-	if ((rc = dm_node_set_fences(abuf, dm_node_low(abuf), dm_node_high(bbuf))) != DM_OK)
-	{
-		release(t, &wa, abuf);
-		return dm_tree_fail(t, rc, "a leaf cannot take its dead neighbour's fence");
-	}
-	ah->right = bh->right;
-	rc = dm_node_wunlock(t, &wa, abuf, 1, 0, NULL, NULL);
+	/*
+	 * step 3: A takes B's range (the writers' code, which cannot fail here:
+	 * a_takes_b_fence answered for A, locked since; if it did, B would be
+	 * revived, not left dead)
+	 */
+	rc = take_or_revive(t, &wa, abuf, bbuf, &took);
 	wa.addr = 0;
-	if (rc == DM_TREE_STALE)
-		return DM_OK;			/* someone finished it for us: B is leaked, not reused */
+	if (rc == DM_TREE_STALE || (rc == DM_OK && !took))
+		return DM_OK;			/* someone finished it for us (B is leaked, not reused), or B is revived */
 	if (rc != DM_OK)
 		return rc;
 

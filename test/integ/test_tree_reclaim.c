@@ -23,13 +23,31 @@
  *  5. fences (a VAR tree in either run): an empty leaf whose left neighbour
  *     has no room for its longer high fence stays; the pass, and writes in
  *     its range afterwards, succeed.
+ *  6. revive (its own VAR tree, in the FIXED8 run; with and without a
+ *     cache of leaves): a reclaimer killed at each step of one unlink;
+ *     where it left the empty leaf half-dead, its left neighbour then fills
+ *     up (no room for the dead leaf's fence) and a write in the dead leaf's
+ *     range revives it instead of failing; contents, verify and a later
+ *     pass are right in every run.  Then a writer stalled at each step of
+ *     that write while another empties the neighbour and finishes the
+ *     unlink: the stalled revival lands nothing (fenced by the neighbour's
+ *     version), and every write succeeds.
+ *  7. torn (shm, after section 6's first sweep): the reviver killed right
+ *     after each step of its write, then after each stored word of its
+ *     revival's batch: B is dead or live afterwards, never torn, and the
+ *     next write, the contents, both scans and a pass are right.  By
+ *     default (CI) a short form, ~12 s: a binary search over the steps
+ *     for the revival's batch and every 10th word of it;
+ *     RECLAIM_TORN_STRIDE=1 runs every step and every word (~95 s),
+ *     RECLAIM_TORN_STRIDE=<n> every n-th word.
  * TREE_KEY_FORMAT=var (test_tree_reclaim+var) runs it on VAR trees
  * (test/lib/testkeys.h: each key a byte string, the model comparing bytes),
  * section 4 over shm only and only if RECLAIM_SECTIONS names it or
  * DM_TEST_VAR_ALL=1: VAR leaves hold fewer entries, so a reclaim pass of
  * its tree takes 95 steps (FIXED8: 59): 95 s over shm, 200 s over both.
  * TREE_SEED sets the keys; TREE_SCALE=<percent> the sizes; RECLAIM_SECTIONS
- * (e.g. "model,faults") runs only some sections.
+ * (e.g. "model,faults,revive") runs only some sections; TREE_BACKEND=shm|tcp
+ * one transport only (the sanitized CI run: shm, the faults sweep halved).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -861,7 +879,6 @@ test_faults(const transport *tr)
 	dm_client_destroy(c);
 }
 
-/* RECLAIM_SECTIONS=model,bounded,concurrent,faults (default: all) */
 /* ---- 5. fences ------------------------------------------------------------------ */
 
 /*
@@ -984,6 +1001,753 @@ out:
 		dm_client_destroy(c);
 }
 
+/* ---- 6. a half-dead leaf whose neighbour fills up --------------------------------- */
+
+/*
+ * The residual section 5's check left: a reclaimer killed after marking B
+ * dead (step 2), before A took B's range, and then A filled up so that it
+ * has no room for B's longer high fence.  The writer that reaches B must
+ * then revive it (dm_tree_reclaim.c, revive_leaf) rather than fail with "a
+ * leaf cannot take its dead neighbour's fence", as every write in B's range
+ * did until a REINDEX.  A VAR tree of 256-byte nodes, 20-byte keys g.i (a
+ * group word, eleven equal bytes, the counter i), inserted in order g = 1..4,
+ * i = 1..3, has these leaves (two entries of 36 bytes each fill 168 of 256
+ * bytes; a fence inside a group has 12 suffix bytes, one between groups none):
+ *
+ *   [1.1 1.2] [1.3 2.1] | A [2.2 2.3] high G3 | B [3.1 3.2] high 3.3 | [3.3 4.1 4.2 4.3]
+ *
+ * with A and B under one parent, B not its first child (checked below
+ * through the pass's counts, and the sweep must leave B half-dead at least
+ * once).  3.1 and 3.2 are deleted (B empty; A takes B's fence: 184 + 12
+ * bytes), and a reclaim pass is killed at each of its steps.  Then 2.4 and
+ * 2.5 go into A (4 entries: 252 bytes, no split, no room for 12 more), and a
+ * write in B's range (3.1 inserted, then deleted) must succeed; the tree
+ * verifies, every entry is found, a pass succeeds (B's right neighbour
+ * emptied too: the pass must not trip over a revived B, which no parent
+ * lists; the emptied neighbour stays then, its left sibling in the parent
+ * being A, which does not link it), and writes go on.
+ */
+#define REVIVE_GROUPS 4
+#define REVIVE_PER 6				/* counters 1..6: 4 and 5 fill A, 6 is written at the end */
+static uint8_t revive_bytes[REVIVE_GROUPS + 1][REVIVE_PER + 1][FENCE_LEN];
+
+static dm_entry
+rk(int g, int i)
+{
+	uint8_t    *b = revive_bytes[g][i];
+
+	for (int x = 0; x < 8; x++)
+		b[x] = (uint8_t) ((0x4700000000000000ull | (uint64_t) g) >> (56 - 8 * x));
+	memset(b + 8, 'c', FENCE_LEN - 9);
+	b[FENCE_LEN - 1] = (uint8_t) i;
+	return dm_entry_from_bytes(b, FENCE_LEN, (uint64_t) (g * 16 + i));
+}
+
+/* The tree above, B emptied (quiet; NULL on failure). */
+static dm_tree *
+revive_setup(dm_client *c, const char *name, dm_tree_name *tn, model *m)
+{
+	dm_tree_opts o;
+	dm_tree    *t = NULL;
+
+	memset(&o, 0, sizeof(o));
+	o.node_size = 256;
+	o.key_format = DM_KEY_VAR;
+	o.lock_timeout_ms = LOCK_TIMEOUT_MS;
+	dm_tree_name_named(tn, name);
+	dm_tree_drop(c, 1, tn, NULL);
+	if (dm_tree_create_new(c, 1, tn, &o, &t) != DM_OK)
+		return NULL;
+	m->n = 0;
+	for (int g = 1; g <= REVIVE_GROUPS; g++)
+		for (int i = 1; i <= 3; i++)
+		{
+			if (dm_tree_insert(t, rk(g, i), NULL) != DM_OK)
+				goto fail;
+			m_insert(m, rk(g, i));
+		}
+	for (int i = 1; i <= 2; i++)
+	{
+		int			found = 0;
+
+		if (dm_tree_delete(t, rk(3, i), &found) != DM_OK || !found)
+			goto fail;
+		m_delete(m, rk(3, i));
+	}
+	return t;
+fail:
+	tap_diag("%s: setup: %s", name, dm_tree_error(t));
+	dm_tree_destroy(t);
+	return NULL;
+}
+
+/* Every model entry found, and the tree verifies with as many; else a diagnostic and 0. */
+static int
+revive_contents(dm_tree *t, const model *m, const char *what)
+{
+	char		msg[512] = "";
+	uint64_t	cnt = 0;
+
+	if (dm_tree_verify(t, &cnt, msg, sizeof(msg)) != DM_OK || cnt != m->n)
+	{
+		tap_diag("%s: verify: %s (%" PRIu64 " entries of %zu)", what, msg, cnt, m->n);
+		return 0;
+	}
+	for (size_t i = 0; i < m->n; i++)
+	{
+		int			found = 0;
+
+		if (dm_tree_contains(t, m->e[i], &found) != DM_OK || !found)
+		{
+			tap_diag("%s: %s missing", what, E(m->e[i]));
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The tree above with a reclaim pass killed at step `at` (in a child; steps
+ * its shared word), opened again, through `cache` unless NULL.  With
+ * `replica`: before the pass, a read-only replica handle through `rcache`
+ * (its own cache) read every entry, so its cache keeps the parent as it
+ * was before the pass took B's downlink (a standby's copy: inner nodes may
+ * be stale there, descents correct themselves by fences).
+ */
+static dm_tree *
+revive_killed(const transport *tr, dm_client *c, const char *name, dm_tree_name *tn, model *m, uint64_t at,
+			  uint64_t *steps, dm_cache *cache, dm_tree **replica, dm_cache *rcache)
+{
+	dm_fault	f = {DM_FAULT_KILL, at, 0, 0};
+	dm_tree    *t = revive_setup(c, name, tn, m);
+	pid_t		p;
+
+	if (t == NULL)
+		return NULL;
+	dm_tree_close(t);
+	if (replica)
+	{
+		*replica = NULL;
+		if (dm_tree_open_existing(c, 1, tn, replica) != DM_OK)
+			return NULL;
+		dm_tree_set_replica(*replica, 1);
+		if (dm_tree_use_cache(*replica, rcache, 0) != DM_OK)
+			return NULL;
+		for (size_t i = 0; i < m->n; i++)
+		{
+			int			found = 0;
+
+			if (dm_tree_contains(*replica, m->e[i], &found) != DM_OK || !found)
+				return NULL;
+		}
+	}
+	if ((p = fork()) == 0)
+		faulty_reclaim(tr, tn, &f, steps, NULL);
+	wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+	if (dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		return NULL;
+	if (cache && dm_tree_use_cache(t, cache, 0) != DM_OK)
+	{
+		dm_tree_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* A fills: 2.4 and 2.5, below B's low fence; 0 (with a diagnostic) if an insert fails. */
+static int
+revive_fill_a(dm_tree *t, model *m, const char *what)
+{
+	for (int i = 4; i <= 5; i++)
+	{
+		if (dm_tree_insert(t, rk(2, i), NULL) != DM_OK)
+		{
+			tap_diag("%s: insert into A: %s", what, dm_tree_error(t));
+			return 0;
+		}
+		m_insert(m, rk(2, i));
+	}
+	return 1;
+}
+
+/* *half_at: the first kill step that left B half-dead (0: none) */
+static void
+test_revive(const transport *tr, int cached, uint64_t *half_at)
+{
+	char		name[64];
+	dm_cache_config ccfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		clen = dm_cache_shmem_size(&ccfg);
+	void	   *cmem = cached ? malloc(clen + 64) : NULL;
+	dm_client  *c = connect_client(tr->backend, 0, "revive");
+	dm_tree_name tn;
+	model		m = {0};
+	uint64_t	nsteps = 0,
+				revived = 0;
+	uint64_t   *steps = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int			runs = 0,
+				bad = 0,
+				half_dead_runs = 0,
+				scanned = 0;
+
+	snprintf(name, sizeof(name), "reclaim-revive-%s%s", tr->name, cached ? "+cache" : "");
+	if (!CHECK(c != NULL && steps != MAP_FAILED && (!cached || cmem != NULL), "%s: connect", name))
+		goto out;
+	/* an unfaulted pass: B goes (so A and B share a parent), in how many steps */
+	{
+		dm_tree    *t = revive_setup(c, name, &tn, &m);
+		dm_tree_stats st = {0};
+		pid_t		p;
+
+		if (!CHECK(t != NULL, "%s: setup", name))
+			goto out;
+		dm_tree_close(t);
+		*steps = 0;
+		if ((p = fork()) == 0)
+			faulty_reclaim(tr, &tn, NULL, steps, NULL);
+		wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		nsteps = *steps;
+		if (dm_tree_open_existing(c, 1, &tn, &t) == DM_OK)
+		{
+			(void) dm_tree_stats_get(t, &st);
+			dm_tree_destroy(t);
+		}
+		CHECK(nsteps > 0 && st.nodes[0] == 4 && st.free_nodes == 1,
+			  "%s: a pass (%" PRIu64 " steps) takes B: 4 leaves left (%" PRIu64 "), 1 free node (%" PRIu64 ")",
+			  name, nsteps, st.nodes[0], st.free_nodes);
+	}
+	for (uint64_t at = 1; at <= nsteps; at++)
+	{
+		dm_tree    *t;
+		dm_tree_stats st;
+		dm_tree_counters ctr;
+		dm_reclaim_result res;
+		uint64_t	leaves;
+		char		what[128];
+		int			ok = 1,
+					half = 0,
+					found = 0;
+
+		snprintf(what, sizeof(what), "%s: killed at step %" PRIu64, name, at);
+		runs++;
+		/* the writes afterwards through a cache of leaves too (A written through its frame), or not */
+		if ((t = revive_killed(tr, c, name, &tn, &m, at, steps,
+							   cached ? dm_cache_init((void *) (((uintptr_t) cmem + 63) & ~(uintptr_t) 63), clen, &ccfg)
+							   : NULL, NULL, NULL)) == NULL)
+		{
+			bad++;
+			continue;
+		}
+		if (dm_tree_stats_get(t, &st) != DM_OK)
+			ok = 0;
+		half = ok && st.half_dead > 0;
+		half_dead_runs += half;
+		if (half && *half_at == 0)
+			*half_at = at;
+		leaves = st.nodes[0];
+		if (ok && !revive_fill_a(t, &m, what))
+			ok = 0;
+		if (ok && half && (dm_tree_stats_get(t, &st) != DM_OK || st.nodes[0] != leaves || st.half_dead == 0))
+		{
+			tap_diag("%s: A split, or B is no longer half-dead (%" PRIu64 " leaves, were %" PRIu64 ")", what,
+					 st.nodes[0], leaves);
+			ok = 0;
+		}
+		/* a write in B's range, and it taken back */
+		if (ok && dm_tree_insert(t, rk(3, 1), NULL) != DM_OK)
+		{
+			tap_diag("%s: insert into B's range: %s", what, dm_tree_error(t));
+			ok = 0;
+		}
+		if (ok)
+			m_insert(&m, rk(3, 1));
+		if (ok && !revive_contents(t, &m, what))
+			ok = 0;
+		if (ok && half && !scanned++)
+			ok = tree_matches_model(t, &m, 1, what);
+		if (ok && (dm_tree_delete(t, rk(3, 1), &found) != DM_OK || !found))
+		{
+			tap_diag("%s: delete in B's range: %s", what, dm_tree_error(t));
+			ok = 0;
+		}
+		if (ok)
+			m_delete(&m, rk(3, 1));
+		/* B's right neighbour [3.3 4.1 4.2 4.3] emptied too: a pass goes through both */
+		for (int k = 0; ok && k < 4; k++)
+		{
+			dm_entry	e = k == 0 ? rk(3, 3) : rk(4, k);
+
+			if (dm_tree_delete(t, e, &found) != DM_OK || !found)
+			{
+				tap_diag("%s: delete: %s", what, dm_tree_error(t));
+				ok = 0;
+			}
+			m_delete(&m, e);
+		}
+		if (ok && (dm_tree_reclaim(t, &res) != DM_OK || dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0))
+		{
+			tap_diag("%s: a pass afterwards: %s (%" PRIu64 " half-dead)", what, dm_tree_error(t), st.half_dead);
+			ok = 0;
+		}
+		/* and writes everywhere again */
+		for (int g = 1; ok && g <= REVIVE_GROUPS; g++)
+		{
+			if (dm_tree_insert(t, rk(g, REVIVE_PER), NULL) != DM_OK)
+			{
+				tap_diag("%s: insert %d.%d: %s", what, g, REVIVE_PER, dm_tree_error(t));
+				ok = 0;
+			}
+			m_insert(&m, rk(g, REVIVE_PER));
+		}
+		if (ok && !revive_contents(t, &m, what))
+			ok = 0;
+		dm_tree_get_counters(t, &ctr);
+		revived += ctr.dead_leaves_revived;
+		bad += !ok;
+		dm_tree_destroy(t);
+	}
+	tap_diag("%s: %d runs, %d left B half-dead, %" PRIu64 " leaves revived", name, runs, half_dead_runs, revived);
+	CHECK(bad == 0 && runs > 0 && half_dead_runs > 0,
+		  "%s: a reclaimer killed at each of %" PRIu64 " steps (%d of them leaving B half-dead), A filled: "
+		  "writes in B's range, a pass and the contents are right in every run (%d bad)",
+		  name, nsteps, half_dead_runs, bad);
+	CHECK(revived > 0 && revived <= (uint64_t) half_dead_runs,
+		  "%s: the writers revived B (%" PRIu64 " times in %d half-dead runs)", name, revived, half_dead_runs);
+out:
+	free(cmem);
+	m_free(&m);
+	if (steps != MAP_FAILED)
+		munmap(steps, 4096);
+	if (c)
+		dm_client_destroy(c);
+}
+
+/*
+ * The reviver stalled.  A writer that found B dead and A full stalls past
+ * lock_timeout at a step of its insert in B's range (SLEEP, at each step in
+ * turn) while another takes A's lock over, empties A again (2.4, 2.5 gone:
+ * now A has room) and writes 3.2: that finishes the unlink, and A covers
+ * [L, H).  If the stalled writer had locked A and B and checked B, its
+ * revival must land nothing (B is written only in A's batch, after A's
+ * guard: a B written under B's own guard would come back live with no live
+ * leaf linking it): its insert is redone, into A.  In every run the
+ * contents are right and no half-dead leaf is left; in some, the writer's
+ * revival was fenced off (no revival, a fenced write) while the other
+ * finished the unlink.
+ */
+#define REVIVE_STALL_MS (4 * LOCK_TIMEOUT_MS)	/* the other writer is done after about 1.5 lock_timeouts: room for a loaded machine */
+
+/* Child: insert 3.1 with the stall armed at step `at` (0: none); out: ok, steps, revived, fenced writes. */
+static void
+stalled_writer(const transport *tr, const dm_tree_name *tn, uint64_t at, uint64_t *out)
+{
+	dm_client  *c = connect_client(tr->backend, 0, "stalled writer");
+	dm_tree    *t = NULL;
+	dm_fault	f = {DM_FAULT_SLEEP, at, REVIVE_STALL_MS, 0};
+	dm_tree_counters ctr;
+	uint64_t	s0;
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		_exit(1);
+	s0 = dm_client_steps(c);
+	if (at > 0)
+		dm_client_set_fault(c, &f);
+	out[0] = dm_tree_insert(t, rk(3, 1), NULL) == DM_OK;
+	out[1] = dm_client_steps(c) - s0;
+	dm_tree_get_counters(t, &ctr);
+	out[2] = ctr.dead_leaves_revived;
+	out[3] = ctr.fenced_writes;
+	_exit(0);
+}
+
+static void
+test_revive_stall(const transport *tr, uint64_t half_at)
+{
+	char		name[64];
+	dm_client  *c = connect_client(tr->backend, 0, "revive-stall");
+	dm_tree_name tn;
+	model		m = {0};
+	uint64_t   *sh_words = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t   *out = sh_words + 8;
+	uint64_t	nsteps = 0;
+	int			runs = 0,
+				bad = 0,
+				fenced_off = 0;
+	/* the replica's own cache (a standby's), where the parent stays as it was before the pass */
+	dm_cache_config rcfg = {256, 256, DM_CACHE_DEX, 1000, 0};
+	size_t		rlen = dm_cache_shmem_size(&rcfg);
+	void	   *rmem = malloc(rlen + 64);
+
+	snprintf(name, sizeof(name), "reclaim-revive-stall-%s", tr->name);
+	if (!CHECK(c != NULL && sh_words != MAP_FAILED && half_at > 0 && rmem != NULL,
+			   "%s: connect (B half-dead after a kill at step %" PRIu64 ")", name, half_at))
+		goto out;
+	for (uint64_t at = 0; at == 0 || at <= nsteps; at++)
+	{
+		dm_tree    *t,
+				   *rt = NULL;
+		dm_tree_stats st;
+		dm_tree_counters ctr;
+		dm_reclaim_result res;
+		char		what[128];
+		int			ok = 1,
+					found = 0;
+		pid_t		p;
+
+		snprintf(what, sizeof(what), "%s: stalled at step %" PRIu64, name, at);
+		runs++;
+		if ((t = revive_killed(tr, c, name, &tn, &m, half_at, sh_words, NULL, &rt,
+							   dm_cache_init((void *) (((uintptr_t) rmem + 63) & ~(uintptr_t) 63), rlen, &rcfg))) == NULL ||
+			dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 1 || !revive_fill_a(t, &m, what))
+		{
+			tap_diag("%s: no half-dead leaf with a full left neighbour", what);
+			bad++;
+			if (t)
+				dm_tree_destroy(t);
+			if (rt)
+				dm_tree_close(rt);
+			continue;
+		}
+		memset(out, 0, 4 * sizeof(uint64_t));
+		if ((p = fork()) == 0)
+			stalled_writer(tr, &tn, at, out);
+		if (at == 0)
+			wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		else
+			usleep(LOCK_TIMEOUT_MS * 1000 / 3);
+		/* A emptied again (its lock taken over if the writer holds it), then a write in B's range */
+		for (int i = 4; ok && i <= 5; i++)
+		{
+			if (dm_tree_delete(t, rk(2, i), &found) != DM_OK || !found)
+			{
+				tap_diag("%s: delete from A: %s", what, dm_tree_error(t));
+				ok = 0;
+			}
+			m_delete(&m, rk(2, i));
+		}
+		if (ok && dm_tree_insert(t, rk(3, 2), NULL) != DM_OK)
+		{
+			tap_diag("%s: insert 3.2: %s", what, dm_tree_error(t));
+			ok = 0;
+		}
+		m_insert(&m, rk(3, 2));
+		if (at > 0)
+			wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+		if (at == 0)
+			nsteps = out[1];
+		if (!out[0])
+		{
+			tap_diag("%s: the stalled writer's insert of 3.1 failed", what);
+			ok = 0;
+		}
+		m_insert(&m, rk(3, 1));
+		dm_tree_get_counters(t, &ctr);
+		if (out[2] == 0 && out[3] > 0 && ctr.unlinks_finished > 0)
+			fenced_off++;
+		/*
+		 * The replica's lookups descend through its copy of the parent from
+		 * before the pass, which still lists B: a B brought back although
+		 * A took its range would be taken for the leaf of 3.1 and 3.2.
+		 */
+		for (int i = 1; ok && i <= 2; i++)
+		{
+			found = 0;
+			if (dm_tree_contains(rt, rk(3, i), &found) != DM_OK || !found)
+			{
+				tap_diag("%s: the replica does not find 3.%d: %s", what, i, dm_tree_error(rt));
+				ok = 0;
+			}
+		}
+		if (ok && (!revive_contents(t, &m, what) || dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0 ||
+				   dm_tree_reclaim(t, &res) != DM_OK || !revive_contents(t, &m, what)))
+		{
+			tap_diag("%s: afterwards: %s (%" PRIu64 " half-dead)", what, dm_tree_error(t), st.half_dead);
+			ok = 0;
+		}
+		bad += !ok;
+		dm_tree_close(rt);
+		dm_tree_destroy(t);
+	}
+	tap_diag("%s: %d runs; in %d the stalled writer's revival was fenced off while another finished the unlink",
+			 name, runs, fenced_off);
+	CHECK(bad == 0 && nsteps > 0, "%s: a writer stalled at each of %" PRIu64 " steps of its insert in B's range while "
+		  "another empties A and writes there: every write succeeds, contents right (%d bad)", name, nsteps, bad);
+	CHECK(fenced_off > 0, "%s: some stalled revival was fenced off by A's guard while the other writer finished the "
+		  "unlink (%d runs)", name, fenced_off);
+out:
+	free(rmem);
+	m_free(&m);
+	if (sh_words != MAP_FAILED)
+		munmap(sh_words, 4096);
+	if (c)
+		dm_client_destroy(c);
+}
+
+/* ---- 7. the reviver killed between two stored words ------------------------------ */
+
+/*
+ * The reviver killed in the middle of its writes over shm (a tcp batch
+ * executes whole: there the kill is section 6's).  Its batch stores A's
+ * image and B's record in its redo slot, then A's guard, B's words (lock
+ * and DIRTY version, body, clean version), A's; whoever takes its locks
+ * over repairs A, and B first if B's words were begun (dm_tree_redo.c,
+ * repair_second), or finds B untouched and dead.  B must never stay
+ * half-revived: first the writer is killed right after each step of its
+ * insert in B's range (the first step after which B is live is the
+ * revival's batch), then after each stored word of that batch.  In every
+ * run the next write in B's range succeeds, no leaf is half-dead, the tree
+ * verifies, scans both ways and lookups equal the model (with 3.1, the
+ * killed insert, if it landed: a repair finishes a write that was under
+ * way), and a pass succeeds.
+ */
+static void
+torn_writer(const transport *tr, const dm_tree_name *tn, uint64_t at, uint32_t words)
+{
+	dm_client  *c = connect_client(tr->backend, 0, "torn writer");
+	dm_tree    *t = NULL;
+	dm_fault	f = {DM_FAULT_KILL_MID, at, 0, words};
+
+	if (c == NULL || dm_tree_open_existing(c, 1, tn, &t) != DM_OK)
+		_exit(1);
+	dm_client_set_fault(c, &f);
+	(void) dm_tree_insert(t, rk(3, 1), NULL);
+	_exit(0);
+}
+
+/* Both scan directions equal the model, quietly (a diagnostic and 0 if not). */
+static int
+revive_scans(dm_tree *t, const model *m, const char *what)
+{
+	for (int bw = 0; bw < 2; bw++)
+	{
+		dm_range	r = {DM_ENTRY_MIN, 1, DM_ENTRY_INF, 1, bw};
+		dm_iter    *it;
+		dm_entry	e;
+		size_t		i = 0;
+		int			rc;
+
+		if (dm_iter_open(t, &r, &it) != DM_OK)
+		{
+			tap_diag("%s: scan: %s", what, dm_tree_error(t));
+			return 0;
+		}
+		while ((rc = dm_iter_next(it, &e)) == 1)
+		{
+			if (i >= m->n || dm_entry_cmp(e, m->e[bw ? m->n - 1 - i : i]) != 0)
+			{
+				tap_diag("%s: %s scan: entry %zu is %s", what, bw ? "backward" : "forward", i, E(e));
+				dm_iter_close(it);
+				return 0;
+			}
+			i++;
+		}
+		dm_iter_close(it);
+		if (rc != 0 || i != m->n)
+		{
+			tap_diag("%s: %s scan: rc %d, %zu entries of %zu", what, bw ? "backward" : "forward", rc, i, m->n);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * One run: B half-dead, A full, the writer of 3.1 killed at step `at` after
+ * `words` stored words.  1 if everything is right afterwards; *live: B was
+ * live right after the kill (once whatever it left torn was repaired).
+ */
+static int
+torn_run(const transport *tr, dm_client *c, const char *name, uint64_t half_at, uint64_t at, uint32_t words,
+		 uint64_t *scratch, int *live)
+{
+	dm_tree_name tn;
+	model		m = {0};
+	dm_tree    *t;
+	dm_tree_stats st;
+	dm_reclaim_result res;
+	char		what[128];
+	int			ok = 1,
+				found = 0;
+	pid_t		p;
+
+	*live = 0;
+	snprintf(what, sizeof(what), "%s: killed at step %" PRIu64 " after %u words", name, at, words);
+	if ((t = revive_killed(tr, c, name, &tn, &m, half_at, scratch, NULL, NULL, NULL)) == NULL ||
+		dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 1 || !revive_fill_a(t, &m, what))
+	{
+		tap_diag("%s: no half-dead leaf with a full left neighbour", what);
+		if (t)
+			dm_tree_destroy(t);
+		m_free(&m);
+		return 0;
+	}
+	if ((p = fork()) == 0)
+		torn_writer(tr, &tn, at, words);
+	wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+	/* the walk reads every node: one left mid-write is repaired by the read's lock takeover */
+	if (dm_tree_stats_get(t, &st) != DM_OK)
+	{
+		tap_diag("%s: stats: %s", what, dm_tree_error(t));
+		ok = 0;
+	}
+	*live = ok && st.half_dead == 0;
+	if (ok && dm_tree_contains(t, rk(3, 1), &found) != DM_OK)
+		ok = 0;
+	if (ok && found)
+		m_insert(&m, rk(3, 1));
+	if (ok && dm_tree_insert(t, rk(3, 2), NULL) != DM_OK)
+	{
+		tap_diag("%s: insert 3.2: %s", what, dm_tree_error(t));
+		ok = 0;
+	}
+	if (ok)
+		m_insert(&m, rk(3, 2));
+	if (ok && (dm_tree_stats_get(t, &st) != DM_OK || st.half_dead != 0))
+	{
+		tap_diag("%s: a half-dead leaf after a write in its range", what);
+		ok = 0;
+	}
+	if (ok && (!revive_contents(t, &m, what) || !revive_scans(t, &m, what)))
+		ok = 0;
+	if (ok && (dm_tree_reclaim(t, &res) != DM_OK || !revive_contents(t, &m, what)))
+	{
+		tap_diag("%s: a pass afterwards: %s", what, dm_tree_error(t));
+		ok = 0;
+	}
+	dm_tree_destroy(t);
+	m_free(&m);
+	return ok;
+}
+
+/*
+ * The default word stride: ~15 runs, ~12 s on an idle 2-core machine (CI).
+ * RECLAIM_TORN_STRIDE=1 kills after every step and every word: ~117 runs,
+ * ~95 s.
+ */
+#define TORN_STRIDE 10
+
+static void
+test_revive_torn(const transport *tr, uint64_t half_at)
+{
+	char		name[64];
+	dm_client  *c;
+	uint64_t   *sh_words;
+	uint64_t	nsteps = 0,
+				rs = 0;
+	int			runs = 0,
+				bad = 0,
+				live = 0,
+				dead_runs = 0,
+				live_runs = 0,
+				stride = getenv("RECLAIM_TORN_STRIDE") ? atoi(getenv("RECLAIM_TORN_STRIDE")) : TORN_STRIDE;
+	uint64_t	t0 = now_ns();
+
+	if (tr->backend != DM_BACKEND_SHM)
+		return;
+	if (stride < 1)
+		stride = 1;
+	snprintf(name, sizeof(name), "reclaim-revive-torn-%s", tr->name);
+	c = connect_client(tr->backend, 0, "revive-torn");
+	sh_words = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!CHECK(c != NULL && sh_words != MAP_FAILED && half_at > 0, "%s: connect", name))
+		goto out;
+	/* the insert's steps, unfaulted (it revives B) */
+	{
+		dm_tree_name tn;
+		model		m = {0};
+		dm_tree    *t = revive_killed(tr, c, name, &tn, &m, half_at, sh_words, NULL, NULL, NULL);
+		uint64_t   *o = sh_words + 8;
+		pid_t		p;
+
+		if (t != NULL && revive_fill_a(t, &m, name))
+		{
+			memset(o, 0, 4 * sizeof(uint64_t));
+			if ((p = fork()) == 0)
+				stalled_writer(tr, &tn, 0, o);
+			wait_pid_deadline(p, now_ns() + UINT64_C(60) * 1000000000);
+			nsteps = o[0] && o[2] == 1 ? o[1] : 0;
+		}
+		if (t)
+			dm_tree_destroy(t);
+		m_free(&m);
+	}
+	if (!CHECK(nsteps > 0, "%s: the unfaulted insert revives B (%" PRIu64 " steps)", name, nsteps))
+		goto out;
+	if (stride == 1)
+	{
+		/* killed right after each step (more words than any batch stores) */
+		for (uint64_t at = 1; at <= nsteps; at++)
+		{
+			runs++;
+			bad += !torn_run(tr, c, name, half_at, at, UINT32_C(1) << 20, sh_words, &live);
+			if (live && rs == 0)
+				rs = at;
+		}
+	}
+	else
+	{
+		/*
+		 * The short form: B is live after a kill right after step `at` iff
+		 * `at` is the revival's batch or later, so a binary search finds
+		 * that step in ~log2(nsteps) runs, each checked as above.
+		 */
+		uint64_t	lo = 1,
+					hi = nsteps + 1;
+
+		while (lo < hi)
+		{
+			uint64_t	mid = lo + (hi - lo) / 2;
+
+			runs++;
+			bad += !torn_run(tr, c, name, half_at, mid, UINT32_C(1) << 20, sh_words, &live);
+			if (live)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		rs = lo <= nsteps ? lo : 0;
+	}
+	if (!CHECK(rs > 0, "%s: killed right after step %" PRIu64 " of %" PRIu64 ", B is live: the revival's batch", name,
+			   rs, nsteps))
+		goto out;
+	/*
+	 * Killed after each word of that batch (every stride-th:
+	 * RECLAIM_TORN_STRIDE, default TORN_STRIDE; 1, the full form, also
+	 * kills after every step above: B's first word is half of a 16-byte
+	 * store).  With 256-byte nodes it stores about 80 words: A's image and
+	 * B's record in the slot, then B's, then A's.  The first word killed
+	 * at follows the seed, so that other seeds kill at other words.
+	 */
+	for (uint32_t w = 1 + (uint32_t) (g_seed % (uint64_t) stride); w <= 100; w += (uint32_t) stride)
+	{
+		runs++;
+		bad += !torn_run(tr, c, name, half_at, rs, w, sh_words, &live);
+		live_runs += live;
+		dead_runs += !live;
+	}
+	tap_diag("%s: %d runs (%.1f s); killed inside the revival's batch, B was dead after %d and live after %d", name,
+			 runs, (now_ns() - t0) / 1e9, dead_runs, live_runs);
+	CHECK(bad == 0, "%s: a reviver killed after steps of its write and words of its revival (word stride %d): "
+		  "B dead or live, never torn, writes in its range succeed, contents right (%d runs, %d bad)", name, stride,
+		  runs, bad);
+	CHECK(dead_runs > 0 && live_runs > 0, "%s: kills inside the batch left B dead (%d) and live (%d)", name,
+		  dead_runs, live_runs);
+out:
+	if (sh_words != MAP_FAILED)
+		munmap(sh_words, 4096);
+	if (c)
+		dm_client_destroy(c);
+}
+
+/* TREE_BACKEND=shm|tcp: that transport only (the sanitized CI run: shm; default both) */
+static int
+transport_wanted(size_t i)
+{
+	const char *only = getenv("TREE_BACKEND");
+
+	return only == NULL || *only == '\0' || strcmp(only, transports[i].name) == 0;
+}
+
+/* RECLAIM_SECTIONS=model,bounded,concurrent,faults,fences,revive,torn (default: all) */
 static int
 want(const char *section)
 {
@@ -1025,13 +1789,16 @@ main(void)
 	if (want("model"))
 		for (size_t i = 0; i < 2; i++)
 		{
+			if (!transport_wanted(i))
+				continue;
 			test_model(&transports[i], 256);
 			test_model(&transports[i], 1024);
 		}
 	tap_diag("model: %.1f s", (now_ns() - t0) / 1e9);
 	if (want("bounded"))
 		for (size_t i = 0; i < 2; i++)
-			test_bounded(&transports[i]);
+			if (transport_wanted(i))
+				test_bounded(&transports[i]);
 	tap_diag("bounded: %.1f s", (now_ns() - t0) / 1e9);
 	if (want("concurrent"))
 		test_concurrent();
@@ -1045,12 +1812,34 @@ main(void)
 		tap_diag("faults: not run on VAR trees unless RECLAIM_SECTIONS names it or DM_TEST_VAR_ALL=1");
 	else if (want("faults"))
 		for (size_t i = 0; i < (test_key_var() ? 1 : 2); i++)
-			test_faults(&transports[i]);
+			if (transport_wanted(i))
+				test_faults(&transports[i]);
 	/* its own VAR tree: once, in the FIXED8 run */
 	if (!test_key_var() && want("fences"))
 		for (size_t i = 0; i < 2; i++)
-			test_fences(&transports[i]);
+			if (transport_wanted(i))
+				test_fences(&transports[i]);
 	tap_diag("fences: %.1f s", (now_ns() - t0) / 1e9);
+	/* torn needs the kill step that leaves B half-dead: section 6's first sweep finds it */
+	if (!test_key_var() && (want("revive") || want("torn")))
+		for (size_t i = 0; i < 2; i++)
+		{
+			uint64_t	half_at = 0,
+						unused = 0;
+
+			if (!transport_wanted(i))
+				continue;
+
+			test_revive(&transports[i], 0, &half_at);
+			if (want("revive"))
+			{
+				test_revive(&transports[i], 1, &unused);
+				test_revive_stall(&transports[i], half_at);
+			}
+			if (want("torn"))
+				test_revive_torn(&transports[i], half_at);
+		}
+	tap_diag("revive: %.1f s", (now_ns() - t0) / 1e9);
 	CHECK(WIFEXITED(memnode_stop(&mn, SIGTERM)), "memnode exits on SIGTERM");
 	tap_diag("total %.1f s", (now_ns() - t0) / 1e9);
 	return tap_done();

@@ -117,16 +117,21 @@ main(void)
 		if (!var)
 		{
 			run_errors(only && strcmp(only, "shm") == 0 ? &cfg_shm : &cfg_tcp);
+			tap_diag("errors: %.1f s", (now_ns() - t0) / 1e9);
 			for (int i = 0; i < 2; i++)
 				if (!only || strcmp(only, cfs[i]->name) == 0)
 					run_corrupt(cfs[i]);
+			tap_diag("corrupt: %.1f s", (now_ns() - t0) / 1e9);
 			run_verify_detects(only && strcmp(only, "tcp") == 0 ? &cfg_tcp : &cfg_shm);
+			tap_diag("verify: %.1f s", (now_ns() - t0) / 1e9);
 		}
 		run_nospace(&cfg_shm);
+		tap_diag("nospace: %.1f s", (now_ns() - t0) / 1e9);
 		for (int i = 0; i < 2; i++)
 			for (int j = 0; j < 2; j++)
 				if (!only || strcmp(only, cfs[i]->name) == 0)
 					run_model(cfs[i], sizes[j]);
+		tap_diag("model: %.1f s", (now_ns() - t0) / 1e9);
 		for (int i = 0; i < 2; i++)
 			for (int j = 0; j < 2 && (!only || strcmp(only, cfs[i]->name) == 0); j++)
 			{
