@@ -175,6 +175,9 @@ run_share(void)
 			   *tc = NULL,
 			   *tn = NULL;
 	int			n = 4000 * g_scale / 100 + 100;
+	/* two keys of the tree at any TREE_SCALE (CI's sanitized run: 25, n = 1100) */
+	const int	I1 = n / 4,
+				I2 = n / 2;
 
 	if (!CHECK(c && cache && none, "share: client, a cache with a 1024-key buffer, one without a buffer") ||
 		(t = make_tree(c, name, n)) == NULL || (t2 = make_tree(c, name2, n)) == NULL)
@@ -184,49 +187,49 @@ run_share(void)
 	if (!CHECK(tc && tn, "share: handles on the two caches"))
 		goto out;
 
-	/* another process pins key 1000 in the instance's buffer... */
-	look_child(name, cache, KEY(1000));
-	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == TID(1000) && sh->nbhd == 1 && sh->hits == 0,
+	/* another process pins key I1 in the instance's buffer... */
+	look_child(name, cache, KEY(I1));
+	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == TID(I1) && sh->nbhd == 1 && sh->hits == 0,
 		  "share: a first process's lookup reads the neighbourhood (pins the key)");
 	/* ...and this one, which never looked it up, speculates with 16 bytes */
-	look(c, tc, KEY(1000));
-	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == TID(1000) && sh->hits == 1 && sh->bytes == 16,
+	look(c, tc, KEY(I1));
+	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == TID(I1) && sh->hits == 1 && sh->bytes == 16,
 		  "share: another process's first lookup of it is one 16-byte speculative read (%" PRIu64 " hits, %" PRIu64
 		  " bytes)", sh->hits, sh->bytes);
-	look_child(name, cache, KEY(1000));
-	CHECK(sh->rc == DM_OK && sh->tid == TID(1000) && sh->hits == 1 && sh->bytes == 16,
+	look_child(name, cache, KEY(I1));
+	CHECK(sh->rc == DM_OK && sh->tid == TID(I1) && sh->hits == 1 && sh->bytes == 16,
 		  "share: and so is a third process's");
 	/* the same key in another tree sharing the buffer: its own lookup, its own tid */
 	{
 		dm_tree    *t2c = open_tree(c, name2, cache);
 
-		dm_tree_delete(t2, dm_entry_make(KEY(1000), TID(1000)), NULL);
-		dm_tree_insert(t2, dm_entry_make(KEY(1000), 777), NULL);
+		dm_tree_delete(t2, dm_entry_make(KEY(I1), TID(I1)), NULL);
+		dm_tree_insert(t2, dm_entry_make(KEY(I1), 777), NULL);
 		if (CHECK(t2c != NULL, "share: a handle on a second tree, same cache"))
 		{
-			look(c, t2c, KEY(1000));
+			look(c, t2c, KEY(I1));
 			CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == 777 && sh->hits == 0,
 				  "share: the second tree's key of the same value is not answered by the first tree's pin");
-			look(c, t2c, KEY(1000));
+			look(c, t2c, KEY(I1));
 			CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == 777 && sh->hits == 1,
 				  "share: then by its own");
-			look(c, tc, KEY(1000));
-			CHECK(sh->rc == DM_OK && sh->tid == TID(1000) && sh->hits == 1, "share: the first tree's pin is intact");
+			look(c, tc, KEY(I1));
+			CHECK(sh->rc == DM_OK && sh->tid == TID(I1) && sh->hits == 1, "share: the first tree's pin is intact");
 			dm_tree_close(t2c);
 		}
 	}
 	/* a cache without a buffer: no speculation, however often */
-	look(c, tn, KEY(1000));
-	look(c, tn, KEY(1000));
-	CHECK(sh->rc == DM_OK && sh->tid == TID(1000) && sh->hits == 0 && sh->nbhd == 1,
+	look(c, tn, KEY(I1));
+	look(c, tn, KEY(I1));
+	CHECK(sh->rc == DM_OK && sh->tid == TID(I1) && sh->hits == 0 && sh->nbhd == 1,
 		  "share: with a cache configured without a buffer no lookup speculates");
 	/* a handle without a cache keeps its own buffer */
-	look(c, t, KEY(2000));
-	CHECK(sh->rc == DM_OK && sh->tid == TID(2000) && sh->hits == 0, "share: a handle without a cache: first lookup");
-	look(c, t, KEY(2000));
-	CHECK(sh->rc == DM_OK && sh->tid == TID(2000) && sh->hits == 1, "share: second lookup, from its own buffer");
-	look(c, tc, KEY(2000));
-	CHECK(sh->rc == DM_OK && sh->tid == TID(2000) && sh->hits == 0,
+	look(c, t, KEY(I2));
+	CHECK(sh->rc == DM_OK && sh->tid == TID(I2) && sh->hits == 0, "share: a handle without a cache: first lookup");
+	look(c, t, KEY(I2));
+	CHECK(sh->rc == DM_OK && sh->tid == TID(I2) && sh->hits == 1, "share: second lookup, from its own buffer");
+	look(c, tc, KEY(I2));
+	CHECK(sh->rc == DM_OK && sh->tid == TID(I2) && sh->hits == 0,
 		  "share: which the instance's buffer does not see");
 out:
 	if (tc)
@@ -342,14 +345,14 @@ run_change_one(dm_client *c, dm_cache *cache, const char *cname)
 	const char *name = "hot-change";
 	int			n = 2000 * g_scale / 100 + 100;
 	dm_tree    *t = make_tree(c, name, n);
-	uint64_t	k = KEY(500);
+	uint64_t	k = KEY(n / 4);
 
 	if (t == NULL)
 		return;
 	pin_child(name, cache, k, cname);
-	CHECK(sh->n == 1 && sh->tid == TID(500), "change %s: pinned answer is the key's tid", cname);
+	CHECK(sh->n == 1 && sh->tid == TID(n / 4), "change %s: pinned answer is the key's tid", cname);
 	/* VACUUM removes the pinned tid: the heap may reuse it, the index must not return it */
-	CHECK_STATUS(dm_tree_delete(t, dm_entry_make(k, TID(500)), NULL), DM_OK, "change %s: delete", cname);
+	CHECK_STATUS(dm_tree_delete(t, dm_entry_make(k, TID(n / 4)), NULL), DM_OK, "change %s: delete", cname);
 	look_child(name, cache, k);
 	CHECK(sh->rc == DM_OK && sh->n == 0 && sh->hits == 0,
 		  "change %s: after the pinned tid's delete, another process finds none (n %d, tid %" PRIu64 ", hits %" PRIu64
@@ -370,16 +373,16 @@ run_change_one(dm_client *c, dm_cache *cache, const char *cname)
 	CHECK(sh->rc == DM_OK && sh->n == 2 && sh->hits == 0, "change %s: two tids are never answered from the buffer",
 		  cname);
 	/* dropped and made again under its name: the old tree's pin answers nothing */
-	pin_child(name, cache, KEY(600), cname);
+	pin_child(name, cache, KEY(n / 2), cname);
 	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "change %s: destroy", cname);
 	t = make_tree(c, name, n);
 	if (t == NULL)
 		return;
-	CHECK_STATUS(dm_tree_delete(t, dm_entry_make(KEY(600), TID(600)), NULL), DM_OK, "change %s: delete in the new tree",
+	CHECK_STATUS(dm_tree_delete(t, dm_entry_make(KEY(n / 2), TID(n / 2)), NULL), DM_OK, "change %s: delete in the new tree",
 				 cname);
-	CHECK_STATUS(dm_tree_insert(t, dm_entry_make(KEY(600), 6161), NULL), DM_OK, "change %s: insert in the new tree",
+	CHECK_STATUS(dm_tree_insert(t, dm_entry_make(KEY(n / 2), 6161), NULL), DM_OK, "change %s: insert in the new tree",
 				 cname);
-	look_child(name, cache, KEY(600));
+	look_child(name, cache, KEY(n / 2));
 	CHECK(sh->rc == DM_OK && sh->n == 1 && sh->tid == 6161,
 		  "change %s: the tree made again answers its own tid, not the dropped tree's pin (n %d, tid %" PRIu64 ")",
 		  cname, sh->n, sh->tid);
