@@ -94,6 +94,11 @@ extern int	dm_hop_find(const void *buf, dm_entry e);
  * Entries may have hopped (within their neighbourhoods) whatever the result.
  */
 extern int	dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r);
+/*
+ * The mean load at which such a leaf first refuses a key (DM_HOP_SPLIT),
+ * in thousandths of its buckets (CHIME's maximum load factor).
+ */
+extern int	dm_hop_usable_permille(uint32_t node_size, int H);
 /* Empty bucket b (used). */
 extern void dm_hop_remove(void *buf, int b, dm_hop_range *r);
 /* Make the n entries (ascending) the leaf's whole content, flags recomputed. */

@@ -200,6 +200,75 @@ out_client:
 		dm_client_destroy(c);
 }
 
+/*
+ * ---- fill: a bulk-loaded hopscotch tree takes inserts without splitting at once ----
+ * Loaded at fillfactor 90, the leaves hold 90% of what a hopscotch leaf
+ * holds (dm_hop_usable_permille), not 90% of its buckets: then about one
+ * insert in three split its leaf (a split at 90% of the buckets has ~35%
+ * odds, dm_hop_usable_permille's comment), and YCSB e's scans read the
+ * half-empty leaves that made.  Here ~1 new key for each leaf: fewer than
+ * one insert in six may split.  Exact contents after.
+ */
+static void
+run_fill(int backend, const char *bname)
+{
+	char		name[64],
+				msg[256];
+	dm_client  *c = test_client_connect(backend, 0, 30000, "test_tree_hop", mn.addr, NULL);
+	dm_tree    *t;
+	dm_tree_stats st;
+	dm_tree_counters t0,
+				t1;
+	model		m = {0};
+	int			n = 20000,		/* not scaled: ~435 inserts keep the split share off chance */
+				ni = 0,
+				rc = DM_OK;
+	int			want_per_leaf = dm_hop_nb(1024) * 90 * dm_hop_usable_permille(1024, 8) / 100000;
+	dm_entry   *e = malloc(sizeof(dm_entry) * (size_t) n);
+	uint64_t	cnt = 0;
+
+	snprintf(name, sizeof(name), "hop-fill-%s", bname);
+	if (!CHECK(c != NULL, "%s: client connects", name) || (t = make_tree(c, name, 1024, 8)) == NULL)
+		goto out_client;
+	for (int i = 0; i < n; i++)
+	{
+		e[i] = dm_entry_make((uint64_t) i * 1000, (uint64_t) i + 1);
+		m_insert(&m, e[i]);
+	}
+	CHECK_STATUS(bulk(t, e, n, 90), DM_OK, "%s: bulk-load %d keys at fillfactor 90", name, n);
+	memset(&st, 0, sizeof(st));
+	(void) dm_tree_stats_get(t, &st);
+	CHECK(st.nodes[0] == (uint64_t) (n + want_per_leaf - 1) / want_per_leaf,
+		  "%s: %" PRIu64 " leaves of %d entries (%d buckets, usable load %d per mille)", name, st.nodes[0],
+		  want_per_leaf, dm_hop_nb(1024), dm_hop_usable_permille(1024, 8));
+	dm_tree_get_counters(t, &t0);
+	for (uint64_t l = 0; l < st.nodes[0]; l++)
+	{
+		/* a new key inside a random leaf's range */
+		dm_entry	x = dm_entry_make(rnd_below((uint64_t) n) * 1000 + 1 + rnd_below(999), 7);
+
+		if (m_has(&m, x))
+			continue;
+		if ((rc = dm_tree_insert(t, x, NULL)) != DM_OK)
+			break;
+		m_insert(&m, x);
+		ni++;
+	}
+	CHECK_STATUS(rc, DM_OK, "%s: %d inserts, one into about every leaf", name, ni);
+	dm_tree_get_counters(t, &t1);
+	CHECK(ni > 0 && (t1.splits - t0.splits) * 6 < (uint64_t) ni, "%s: %" PRIu64 " of %d inserts split a leaf", name,
+		  t1.splits - t0.splits, ni);
+	rc = dm_tree_verify(t, &cnt, msg, sizeof(msg));
+	CHECK(rc == DM_OK && cnt == m.n, "%s: verify (%" PRIu64 " entries) %s", name, cnt, msg);
+	tree_matches_model(t, &m, 1, name);
+	CHECK_STATUS(dm_tree_destroy(t), DM_OK, "%s: destroy", name);
+out_client:
+	m_free(&m);
+	free(e);
+	if (c)
+		dm_client_destroy(c);
+}
+
 /* ---- dups: 10,000 tids of one key ------------------------------------------------ */
 
 static void
@@ -803,6 +872,7 @@ main(void)
 	run_reads(DM_BACKEND_TCP, "tcp", 0);
 	run_reads(DM_BACKEND_SHM, "shm", 0);
 	run_reads(DM_BACKEND_TCP, "tcp", 1);
+	run_fill(DM_BACKEND_TCP, "tcp");
 	run_dups(DM_BACKEND_TCP, "tcp");
 	run_dups(DM_BACKEND_SHM, "shm");
 	run_spec(DM_BACKEND_TCP, "tcp");

@@ -183,5 +183,52 @@ main(void)
 			  placed, nb);
 		free(buf);
 	}
+
+	/*
+	 * The usable load the bulk loader scales fillfactor by: CHIME's maximum
+	 * load factor (about 0.9 at H = 8), rising with H, deterministic; and
+	 * what it means: a leaf built at it takes, over leaves of other keys,
+	 * about as many inserts before asking for a split as one built at 90%
+	 * of its buckets takes far fewer.
+	 */
+	{
+		int			u8 = dm_hop_usable_permille(1024, 8),
+					u4 = dm_hop_usable_permille(1024, 4),
+					u16 = dm_hop_usable_permille(1024, 16);
+		uint8_t    *buf = aligned_alloc(8, 1024);
+		int			nb = dm_hop_nb(1024);
+		long		before[2] = {0, 0};
+
+		CHECK(u8 >= 800 && u8 <= 950 && u4 < u8 && u8 < u16 && u16 <= 1000 && dm_hop_usable_permille(1024, 8) == u8,
+			  "usable load of a 1 KiB leaf: H = 4 %d, H = 8 %d, H = 16 %d per mille (rises with H, repeatable)", u4,
+			  u8, u16);
+		for (int which = 0; which < 2; which++)
+			for (int trial = 0; trial < 200; trial++)
+			{
+				/* built at 90% of the usable load, or at 90% of the buckets */
+				int			n = which == 0 ? nb * 9 * u8 / 10000 : nb * 9 / 10;
+				dm_entry	e[DM_NODE_MAX / sizeof(dm_rawent)];
+				dm_hop_range rg = DM_HOP_RANGE_NONE;
+
+				for (int i = 0; i < n; i++)
+					e[i] = dm_entry_make(((uint64_t) trial << 32) + (uint64_t) i * 1000003, 1);
+				dm_node_init(buf, 1024, 0, 1, DM_ENTRY_MIN, DM_ENTRY_INF);
+				dm_hop_init(buf, 8);
+				dm_hop_build(buf, e, n);
+				for (uint64_t k = 1;; k++)
+				{
+					int			r = dm_hop_place(buf, dm_entry_make(((uint64_t) trial << 32) + k * 1000003 + 17, 1), 1,
+												 &rg);
+
+					if (r == DM_HOP_SPLIT || r == DM_HOP_FULL)
+						break;
+					before[which]++;
+				}
+			}
+		CHECK(before[0] >= 200 * 4 && before[0] > 3 * before[1],
+			  "a 1 KiB leaf built at 90%% of its usable load takes %.1f inserts before a split, at 90%% of its "
+			  "buckets %.1f", before[0] / 200.0, before[1] / 200.0);
+		free(buf);
+	}
 	return tap_done();
 }
