@@ -7,6 +7,7 @@
  * (it was read under the lock), so an entry's home is recomputed from its
  * key whenever needed: no hop bitmaps are stored.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +89,13 @@ nbhd_all_key(const dm_rawent *B, int home, int H, uint64_t key)
 	return 1;
 }
 
-int
-dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r)
+/*
+ * Place e; when it does not fit its neighbourhood and the leaf holds at
+ * least split_at entries (and e's neighbourhood is not all e's key), answer
+ * DM_HOP_SPLIT, else overflow.
+ */
+static int
+place(void *buf, dm_entry e, int split_at, dm_hop_range *r)
 {
 	dm_node_hdr *h = NODE_HDR(buf);
 	dm_rawent  *B = HOP_BUCKETS(buf);
@@ -136,7 +142,7 @@ dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r)
 	}
 	if (h->count >= nb)
 		return DM_HOP_FULL;
-	if (split_ok && (h->count + 1) * 2 > nb && !nbhd_all_key(B, home, H, e.key))
+	if (h->count >= split_at && !nbhd_all_key(B, home, H, e.key))
 		return DM_HOP_SPLIT;
 
 	/* overflow: the nearest free bucket, and the home says so */
@@ -158,6 +164,40 @@ dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r)
 		return DM_HOP_OVERFLOWED;
 	}
 	return DM_HOP_FULL;			/* not reached: count < nb means a free bucket */
+}
+
+/*
+ * The number of entries from which a leaf whose neighbourhood cannot take
+ * a key splits rather than overflows: its usable load (below).  Below it a
+ * failed placement overflows (the home's lookups then read the whole leaf
+ * until the next split or rebuild clears the flag): splitting there would
+ * leave two leaves under half full where a sorted leaf would still take
+ * entries.  Cached by node size and H (deterministic, so a race only
+ * computes the same value twice).
+ */
+static int
+hop_split_at(uint32_t node_size, int H)
+{
+	static int	cache[13][DM_HOP_H_MAX + 1];
+	int			lg = __builtin_ctz(node_size);
+	int			v;
+
+	if (lg > 12 || H > DM_HOP_H_MAX)
+		return dm_hop_nb(node_size) / 2;
+	if ((v = __atomic_load_n(&cache[lg][H], __ATOMIC_RELAXED)) == 0)
+	{
+		v = dm_hop_nb(node_size) * dm_hop_usable_permille(node_size, H) / 1000;
+		if (v < 1)
+			v = 1;
+		__atomic_store_n(&cache[lg][H], v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+int
+dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r)
+{
+	return place(buf, e, split_ok ? hop_split_at(1u << NODE_HDR(buf)->size_log2, NODE_HDR(buf)->hop_h) : INT_MAX, r);
 }
 
 /*
@@ -200,7 +240,8 @@ dm_hop_usable_permille(uint32_t node_size, int H)
 			e = dm_entry_make(x >> 1, 1);
 			if (dm_hop_find(img, e) >= 0)
 				continue;
-			if (dm_hop_place(img, e, 1, &r) >= DM_HOP_SPLIT)
+			/* a split asked for past half full: the rule before usable loads were known */
+			if (place(img, e, dm_hop_nb(node_size) / 2, &r) >= DM_HOP_SPLIT)
 				break;
 		}
 		sum += NODE_HDR(img)->count;
@@ -397,23 +438,103 @@ merge_sort(dm_rawent *out, int n)
 		memcpy(out, src, sizeof(dm_rawent) * (size_t) n);
 }
 
-/* The used buckets of a leaf, flags stripped, in ascending order into out (room for nb); returns how many. */
+/*
+ * The usual case first: a leaf's keys spread over its key range, so their
+ * high bits nearly order them.  Entries go to 2^bits slots (bits: about
+ * log2 n) by the top bits of key - the smallest key (a counting sort, no
+ * data-dependent branch), and an insertion pass orders each slot's few.
+ * Declines (0) when some slot would get more than 8 entries (keys bunched
+ * in a small part of the range, or one key's many tids): the caller sorts
+ * otherwise.
+ */
 static int
-sorted_raw(const void *buf, dm_rawent *out)
+spread_sort(const dm_rawent *in, int n, dm_rawent *out)
+{
+	uint16_t	cnt[257];
+	uint8_t		slot[DM_NODE_MAX / sizeof(dm_rawent)];
+	uint64_t	kmin = UINT64_MAX,
+				kmax = 0,
+				span;
+	int			bits = 3,
+				shift,
+				most = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		kmin = in[i].key < kmin ? in[i].key : kmin;
+		kmax = in[i].key > kmax ? in[i].key : kmax;
+	}
+	if (n < 2 || (span = kmax - kmin) == 0)
+		return 0;
+	while ((1 << bits) < n && bits < 8)
+		bits++;
+	shift = 64 - __builtin_clzll(span) - bits;
+	if (shift < 0)
+		shift = 0;
+	memset(cnt, 0, sizeof(uint16_t) * (size_t) ((1 << bits) + 1));
+	for (int i = 0; i < n; i++)
+	{
+		slot[i] = (uint8_t) ((in[i].key - kmin) >> shift);
+		cnt[slot[i] + 1]++;
+	}
+	for (int b = 1; b <= (1 << bits); b++)
+	{
+		most = cnt[b] > most ? cnt[b] : most;
+		cnt[b] += cnt[b - 1];
+	}
+	if (most > 8)
+		return 0;
+	for (int i = 0; i < n; i++)
+		out[cnt[slot[i]]++] = in[i];
+	for (int i = 1; i < n; i++)
+	{
+		dm_rawent	x = out[i];
+		int			j = i;
+
+		while (j > 0 && raw_less(&x, &out[j - 1]))
+		{
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = x;
+	}
+	return 1;
+}
+
+/*
+ * The used buckets of a leaf, flags stripped, in ascending order into out
+ * (room for nb); returns how many.  from: only the entries at or after it
+ * (NULL: all).
+ */
+static int
+sorted_raw(const void *buf, dm_rawent *out, const dm_entry *from)
 {
 	const dm_rawent *B = HOP_BUCKETS(buf);
 	dm_rawent	used[DM_NODE_MAX / sizeof(dm_rawent)];
+	dm_rawent	lo = {0, 0};
 	int			nb = hop_nb(buf);
 	int			n = 0;
 
+	if (from)
+		lo = dm_raw_of(*from);
+	/*
+	 * Without a branch: which buckets are used, and which entries come
+	 * before lo (about half in a scan's first leaf), is random.  Every
+	 * bucket is copied; n moves past those kept.
+	 */
 	for (int i = 0; i < nb; i++)
-		if (dm_hop_used(&B[i]))
-		{
-			used[n].key = B[i].key;
-			used[n].tid = B[i].tid & ~DM_HOP_OVF;
-			n++;
-		}
-	if (n <= RANK_MAX)
+	{
+		uint64_t	key = B[i].key,
+					tid = B[i].tid & ~DM_HOP_OVF;
+		int			use = (int) ((~tid >> 63) | (key == UINT64_MAX));	/* dm_hop_used */
+
+		used[n].key = key;
+		used[n].tid = tid;
+		n += use & ((key > lo.key) | ((key == lo.key) & (tid >= lo.tid)));
+	}
+	if (spread_sort(used, n, out))
+		;
+	else if (n <= RANK_MAX)
 		rank_sort(used, n, out);
 	else
 	{
@@ -427,7 +548,7 @@ int
 dm_hop_entries(const void *buf, dm_entry *out)
 {
 	dm_rawent	r[DM_NODE_MAX / sizeof(dm_rawent)];
-	int			n = sorted_raw(buf, r);
+	int			n = sorted_raw(buf, r, NULL);
 
 	for (int i = 0; i < n; i++)
 		out[i] = dm_entry_make(r[i].key, r[i].tid);
@@ -437,6 +558,12 @@ dm_hop_entries(const void *buf, dm_entry *out)
 void
 dm_hop_sorted_view(void *buf)
 {
+	dm_hop_sorted_view_from(buf, NULL);
+}
+
+void
+dm_hop_sorted_view_from(void *buf, const dm_entry *from)
+{
 	int			n;
 
 	if (!dm_hop_is(buf))
@@ -445,7 +572,7 @@ dm_hop_sorted_view(void *buf)
 		dm_rawent	r[DM_NODE_MAX / sizeof(dm_rawent)];
 
 		/* the sorted entries replace the buckets they were read from */
-		n = sorted_raw(buf, r);
+		n = sorted_raw(buf, r, from);
 		memcpy(LEAF_ENTS(buf), r, sizeof(dm_rawent) * (size_t) n);
 	}
 	NODE_HDR(buf)->count = (uint16_t) n;

@@ -89,8 +89,9 @@ extern void dm_hop_init(void *buf, int H);
 extern int	dm_hop_find(const void *buf, dm_entry e);
 /*
  * Place e (not present).  split_ok: answer DM_HOP_SPLIT instead of
- * overflowing when the leaf is at least half full and e's neighbourhood is
- * not all entries of e's key (a split makes room; it cannot for one key).
+ * overflowing when the leaf holds its usable load (dm_hop_usable_permille)
+ * and e's neighbourhood is not all entries of e's key (a split makes room;
+ * it cannot for one key); below that load e overflows.
  * Entries may have hopped (within their neighbourhoods) whatever the result.
  */
 extern int	dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r);
@@ -112,6 +113,11 @@ extern int	dm_hop_entries(const void *buf, dm_entry *out);
  * sorted leaf is left as it is.
  */
 extern void dm_hop_sorted_view(void *buf);
+/*
+ * The same, of the entries at or after *from only (a forward scan's start:
+ * it skips the others anyway, and sorting half as many costs a quarter).
+ */
+extern void dm_hop_sorted_view_from(void *buf, const dm_entry *from);
 /* Structural check of a hopscotch leaf (validated); 0 if sound, else -1 and why in msg. */
 extern int	dm_hop_check(const void *buf, char *msg, size_t msglen);
 /* Buckets whose home's flag is set (statistics). */

@@ -136,7 +136,8 @@ dm_iter_open(dm_tree *t, const dm_range *r, dm_iter **out)
 	{
 		if ((rc = dm_tree_descend(t, r->lo, 0, &it->addr, it->buf)) != DM_OK)
 			goto fail;
-		dm_hop_sorted_view(it->buf);
+		/* a forward scan skips what is before lo: a hopscotch leaf's view leaves it out */
+		dm_hop_sorted_view_from(it->buf, &r->lo);
 		it->pos = dm_leaf_lower_bound(it->buf, &r->lo);
 	}
 	else

@@ -118,6 +118,23 @@ run_case(uint32_t ns, int H, uint64_t nkeys, int rounds)
 		dm_hop_sorted_view(v);
 		CHECK(!dm_hop_is(v) && NODE_HDR(v)->count == m.n && raw_equal(LEAF_ENTS(v), m.e, m.n),
 			  "%u-byte leaf, H = %d: the sorted view is the model", ns, H);
+		/* the view from an entry (a forward scan's start): the model's entries at or after it */
+		for (int k = 0; k < 8 && m.n > 0; k++)
+		{
+			dm_entry	from = m.e[rnd_below(m.n)];
+			size_t		at;
+
+			if (k & 1)
+				from.tid++;		/* between two entries, or past a key's last tid */
+			if (k == 6)
+				from = DM_ENTRY_MIN;
+			at = m_lower(&m, from);
+			memcpy(v, buf, ns);
+			dm_hop_sorted_view_from(v, &from);
+			CHECK(!dm_hop_is(v) && NODE_HDR(v)->count == m.n - at && raw_equal(LEAF_ENTS(v), m.e + at, m.n - at),
+				  "%u-byte leaf, H = %d: the sorted view from %s is the model's %zu entries from there", ns, H,
+				  E(from), m.n - at);
+		}
 		/* rebuilt from the sorted entries: the same set, flags recomputed */
 		memcpy(v, buf, ns);
 		dm_hop_build(v, m.e, (int) m.n);
@@ -149,7 +166,7 @@ main(void)
 	}
 	run_case(4096, 16, 5, 4000);
 
-	/* the split policy: a half-full leaf whose neighbourhood is full asks for a split, unless all one key */
+	/* the split policy: a leaf at its usable load whose neighbourhood is full asks for a split, unless all one key */
 	{
 		uint8_t    *buf = aligned_alloc(8, 1024);
 		dm_hop_range rg = DM_HOP_RANGE_NONE;
@@ -179,8 +196,9 @@ main(void)
 			split += r == DM_HOP_SPLIT;
 			placed += r != DM_HOP_SPLIT;
 		}
-		CHECK(split == 1 && placed * 2 >= nb, "distinct keys: a split is asked for only past half full (%d placed of %d)",
-			  placed, nb);
+		CHECK(split == 1 && placed >= nb * dm_hop_usable_permille(1024, 4) / 1000,
+			  "distinct keys: a split is asked for only at the usable load (%d placed of %d, usable %d per mille)",
+			  placed, nb, dm_hop_usable_permille(1024, 4));
 		free(buf);
 	}
 
