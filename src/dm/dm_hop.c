@@ -252,9 +252,30 @@ dm_hop_usable_permille(uint32_t node_size, int H)
 void
 dm_hop_remove(void *buf, int b, dm_hop_range *r)
 {
-	set_empty(&HOP_BUCKETS(buf)[b]);
+	dm_rawent  *B = HOP_BUCKETS(buf);
+	int			nb = hop_nb(buf);
+	int			H = NODE_HDR(buf)->hop_h;
+	int			home = dm_hop_home(B[b].key, nb, H);
+
+	set_empty(&B[b]);
 	range_add(r, b);
 	NODE_HDR(buf)->count--;
+
+	/*
+	 * The entry's home overflowed: if none of its entries is outside its
+	 * neighbourhood any more, clear the flag in the same write, so that
+	 * its keys' lookups read one neighbourhood again.  (Leaves split only
+	 * at their usable load and overflow below it, so without this an
+	 * update-heavy leaf would gather flags until its next split.)
+	 */
+	if (B[home].tid & DM_HOP_OVF)
+	{
+		for (int i = 0; i < nb; i++)
+			if ((i < home || i >= home + H) && dm_hop_used(&B[i]) && dm_hop_home(B[i].key, nb, H) == home)
+				return;
+		B[home].tid &= ~DM_HOP_OVF;
+		range_add(r, home);
+	}
 }
 
 /*

@@ -203,6 +203,51 @@ main(void)
 	}
 
 	/*
+	 * A delete clears its home's overflow flag once no entry of that home
+	 * is outside the neighbourhood (in the same range it reports), and not
+	 * before.
+	 */
+	{
+		uint8_t    *buf = aligned_alloc(8, 1024);
+		dm_hop_range rg = DM_HOP_RANGE_NONE;
+		int			nb = dm_hop_nb(1024),
+					home = dm_hop_home(42, nb, 8),
+					outside[16],
+					nout = 0,
+					early = 0,
+					ok = 1;
+		char		why[128] = "";
+
+		dm_node_init(buf, 1024, 0, 1, DM_ENTRY_MIN, DM_ENTRY_INF);
+		dm_hop_init(buf, 8);
+		for (uint64_t tid = 1; tid <= 11; tid++)
+			(void) dm_hop_place(buf, dm_entry_make(42, tid), 1, &rg);
+		for (int i = 0; i < nb; i++)
+			if (dm_hop_used(&HOP_BUCKETS(buf)[i]) && (i < home || i >= home + 8))
+				outside[nout++] = i;
+		for (int k = 0; k < nout; k++)
+		{
+			rg = DM_HOP_RANGE_NONE;
+			dm_hop_remove(buf, outside[k], &rg);
+			ok &= dm_hop_check(buf, why, sizeof(why)) == 0;
+			if (k + 1 < nout)
+				early |= !(HOP_BUCKETS(buf)[home].tid & DM_HOP_OVF);
+		}
+		CHECK(nout == 3 && ok && !early && !(HOP_BUCKETS(buf)[home].tid & DM_HOP_OVF) && rg.lo <= home &&
+			  home < rg.hi,
+			  "a key with 11 tids: %d outside its neighbourhood; the flag stays until the last of them is "
+			  "deleted, then goes in that write's range %s", nout, why);
+		/* a delete inside the neighbourhood of a flagged home keeps the flag */
+		for (uint64_t tid = 12; tid <= 14; tid++)
+			(void) dm_hop_place(buf, dm_entry_make(42, tid), 1, &rg);
+		rg = DM_HOP_RANGE_NONE;
+		dm_hop_remove(buf, home, &rg);	/* the neighbourhood is all key 42: its first bucket is one */
+		CHECK((HOP_BUCKETS(buf)[home].tid & DM_HOP_OVF) && dm_hop_check(buf, why, sizeof(why)) == 0,
+			  "a delete inside the neighbourhood keeps the flag of a home with entries outside it %s", why);
+		free(buf);
+	}
+
+	/*
 	 * The usable load the bulk loader scales fillfactor by: CHIME's maximum
 	 * load factor (about 0.9 at H = 8), rising with H, deterministic; and
 	 * what it means: a leaf built at it takes, over leaves of other keys,
