@@ -100,6 +100,8 @@ extern int	dm_hop_place(void *buf, dm_entry e, int split_ok, dm_hop_range *r);
  * in thousandths of its buckets (CHIME's maximum load factor).
  */
 extern int	dm_hop_usable_permille(uint32_t node_size, int H);
+/* The entries from which a failed placement splits rather than overflows (dm_hop_place); cached. */
+extern int	dm_hop_split_at(uint32_t node_size, int H);
 /* Empty bucket b (used). */
 extern void dm_hop_remove(void *buf, int b, dm_hop_range *r);
 /* Make the n entries (ascending) the leaf's whole content, flags recomputed. */

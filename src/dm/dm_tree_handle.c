@@ -129,6 +129,8 @@ dm_tree_create_new(dm_client *c, uint16_t home, const dm_tree_name *name,
 		return rc;
 	set_geometry(t, o.node_size);
 	t->leaf_hop = o.leaf_format == DM_LEAF_HOPSCOTCH ? o.neighborhood : 0;
+	if (t->leaf_hop)
+		(void) dm_hop_split_at(t->node_size, t->leaf_hop);	/* computed now, not under a leaf's lock */
 	t->key_var = o.key_format == DM_KEY_VAR;
 	t->placement_level = o.placement_level;
 	t->nmemnodes = o.nmemnodes;
@@ -239,6 +241,8 @@ dm_tree_open_existing(dm_client *c, uint16_t home, const dm_tree_name *name, dm_
 		free(t);
 		return DM_ERR_CORRUPT;
 	}
+	if (t->leaf_hop)
+		(void) dm_hop_split_at(t->node_size, t->leaf_hop);	/* computed now, not under a leaf's lock */
 	t->placement_level = (int) (words[1] & 0xFF);
 	t->nmemnodes = (int) (words[2] & 0xFFFFFFFF);
 	if ((words[2] >> 32) != 0)
