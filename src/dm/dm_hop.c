@@ -351,10 +351,12 @@ dm_hop_build(void *buf, const dm_entry *ents, int n)
  * (dm_hop_sorted_view) sorts it, so this is a fifth to a tenth of a scan's
  * CPU: qsort through dm_entry_cmp took ~3 µs for a 1 KiB leaf of 46
  * entries (random keys: its branches mispredict), a merge sort ~1.5 µs.
- * Up to RANK_MAX entries each one's rank is counted instead, without a
- * branch: n^2 comparisons, which the compiler vectorizes (~0.8 µs with
- * AVX2, chosen at load time where the CPU has it).  Equal entries (none in
- * a sound leaf) share a rank and are placed one after the other.
+ * sorted_raw tries spread_sort first (~0.65 µs); where keys bunch, up to
+ * RANK_MAX entries each one's rank is counted without a branch: n^2
+ * comparisons, which the compiler vectorizes (~0.8 µs with AVX2, chosen
+ * at load time where the CPU has it); larger leaves are merge-sorted.
+ * Equal entries (none in a sound leaf) share a rank and are placed one
+ * after the other.
  */
 #define RANK_MAX 64
 
