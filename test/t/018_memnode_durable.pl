@@ -225,7 +225,9 @@ check_indexes('after the restart rounds');
 
 for my $t (sort keys %transport)
 {
-	is(sql($node, 'postgres', "VACUUM $t"), '', "VACUUM $t after the restarts");
+	# INDEX_CLEANUP ON: with dead rows on under 2% of the pages, a default
+	# VACUUM would leave the indexes (and those rows' entries) alone
+	is(sql($node, 'postgres', "VACUUM (INDEX_CLEANUP ON) $t"), '', "VACUUM $t after the restarts");
 	is( sql($node, 'postgres',
 			"SELECT entries = heap_tuples, ok FROM dmindex_check('${t}_k_dm', true)"),
 		't|t', "$t: after VACUUM exactly one entry per row");
