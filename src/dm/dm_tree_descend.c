@@ -261,7 +261,7 @@ dm_tree_descend_impl(dm_tree *t, dm_entry e, int level, int before, int no_read,
 		}
 		if (hinted)
 		{
-			dm_fetch_ctx hctx = {t->desc_hint_pframe, t->desc_hint_slot, DM_FRAME_NONE, 0};
+			dm_fetch_ctx hctx = {t->desc_hint_pframe, t->desc_hint_slot, t->desc_hint_frame, 0};
 
 			t->desc_hint = 0;
 			t->ctr.hinted_descents++;

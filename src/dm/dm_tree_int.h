@@ -119,14 +119,17 @@ struct dm_tree
 	 * missed (dm_offload.c find_start), when it chose the one-sided path.
 	 * That walk went through the cached levels above; the descent starts
 	 * where it stopped instead of walking them again.  Its level (-1
-	 * unknown) and the cached parent's frame and child slot it was reached
-	 * by.  Used once, by the next descent for that same entry.
+	 * unknown), the cached parent's frame and child slot it was reached
+	 * by, and its own frame if the walk found it cached (a leaf: then the
+	 * lookup's read of it needs no search of the cache's table).  Used
+	 * once, by the next descent for that same entry.
 	 */
 	dm_gaddr	desc_hint;
 	dm_entry	desc_hint_e;
 	int			desc_hint_level;
 	uint32_t	desc_hint_pframe;
 	int			desc_hint_slot;
+	uint32_t	desc_hint_frame;
 	/* offloading on the client side (dm_offload.c); NULL = off */
 	struct dm_offload *off;
 	const struct dm_offload_hooks *off_hooks;	/* set with off (below) */
